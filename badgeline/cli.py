@@ -1,0 +1,42 @@
+"""The `badgeline` console command.
+
+Each subcommand lives in its own module and is imported only when chosen, so
+`badgeline agent` on a Pi never imports the coordinator's Redis stack and the
+other way round (start-up time and memory matter on a Raspberry Pi).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> (module, one-line help). The module provides
+# `add_arguments(parser)` and `run(args) -> int`.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "coordinator": ("badgeline.coordinator.main", "run the coordinator (HTTP API + Redis)"),
+    "agent": ("badgeline.agent.main", "run a print agent beside one printer"),
+    "emulator": ("badgeline.emulator.main", "run an ESC/POS printer emulator"),
+    "demo": ("badgeline.demo", "bring up a whole venue on this machine and print sample badges"),
+    "hash-token": ("badgeline.coordinator.auth", "print the config entry for an API token"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="badgeline")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chosen = argv[0] if argv else None
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        sub_parser.set_defaults(_module=module_name)
+        if name == chosen:
+            importlib.import_module(module_name).add_arguments(sub_parser)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(args._module)
+    result: int = module.run(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Stable error codes and the one exception type that carries them.
+
+One place maps a code to its HTTP status; the coordinator turns any
+`BadgelineError` into the documented error body.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+
+class ErrorCode(StrEnum):
+    VALIDATION_FAILED = "validation_failed"
+    MALFORMED_JSON = "malformed_json"
+    BODY_TOO_LARGE = "body_too_large"
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    NOT_FOUND = "not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    IDEMPOTENCY_CONFLICT = "idempotency_conflict"
+    NOT_CANCELABLE = "not_cancelable"
+    START_REFUSED = "start_refused"
+    LEASE_MISMATCH = "lease_mismatch"
+    QUEUE_FULL = "queue_full"
+    NO_PRINTER_AVAILABLE = "no_printer_available"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    STORE_UNAVAILABLE = "store_unavailable"
+    INTERNAL = "internal_error"
+
+
+HTTP_STATUS: dict[ErrorCode, int] = {
+    ErrorCode.VALIDATION_FAILED: 422,
+    ErrorCode.MALFORMED_JSON: 400,
+    ErrorCode.BODY_TOO_LARGE: 413,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.IDEMPOTENCY_CONFLICT: 409,
+    ErrorCode.NOT_CANCELABLE: 409,
+    ErrorCode.START_REFUSED: 409,
+    ErrorCode.LEASE_MISMATCH: 409,
+    ErrorCode.QUEUE_FULL: 503,
+    ErrorCode.NO_PRINTER_AVAILABLE: 503,
+    ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
+    ErrorCode.STORE_UNAVAILABLE: 503,
+    ErrorCode.INTERNAL: 500,
+}
+
+
+class BadgelineError(Exception):
+    """An error with a stable code, a message for people and optional field errors."""
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        fields: list[dict[str, Any]] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.fields = fields or []
+        self.extra = extra or {}
+
+    @property
+    def http_status(self) -> int:
+        return HTTP_STATUS[self.code]
+
+    def body(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": str(self.code), "message": self.message}
+        error["fields"] = self.fields
+        return {"error": error, **self.extra}

@@ -1,0 +1,220 @@
+"""Wire models: the JSON bodies kiosks, agents and operators exchange.
+
+Inbound models are strict (no type coercion, unknown fields rejected) because a
+malformed job must fail at acceptance, not at the thermal head.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from badgeline.protocol.ids import (
+    ATTENDEE_ID_PATTERN,
+    IDEMPOTENCY_KEY_PATTERN,
+    PRINTER_ID_PATTERN,
+    PRINTER_TARGET_PATTERN,
+)
+from badgeline.protocol.states import AckResult, JobState, PaperLevel, PrinterState
+
+PDF_REF_SCHEMES = ("https", "http", "file", "artifact")
+MAX_ERROR_TEXT = 500
+
+PrinterId = Annotated[str, Field(pattern=PRINTER_ID_PATTERN)]
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", str_strip_whitespace=True)
+
+
+class ResponseModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --------------------------------------------------------------------------- kiosk
+
+
+class PrintJob(StrictModel):
+    """What a kiosk submits: one badge for one attendee on one target."""
+
+    attendee_id: str = Field(min_length=4, max_length=48, pattern=ATTENDEE_ID_PATTERN)
+    badge_pdf_ref: str = Field(min_length=1, max_length=512)
+    printer_target: str = Field(pattern=PRINTER_TARGET_PATTERN, max_length=40)
+    priority: int = Field(default=100, ge=0, le=1000)
+    idempotency_key: str = Field(min_length=8, max_length=80, pattern=IDEMPOTENCY_KEY_PATTERN)
+
+    @field_validator("badge_pdf_ref")
+    @classmethod
+    def require_pdf_reference(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in PDF_REF_SCHEMES:
+            raise ValueError(
+                f"badge_pdf_ref must be a URL with scheme {', '.join(PDF_REF_SCHEMES)}"
+            )
+        if not parts.path.lower().endswith(".pdf"):
+            raise ValueError("badge_pdf_ref must name a rendered .pdf file")
+        return value
+
+
+class SubmitAccepted(ResponseModel):
+    job_id: str
+    state: JobState
+    printer_id: str
+    position: int = Field(description="jobs ahead of this one in its printer queue")
+    duplicate: bool
+    correlation_id: str
+
+
+class SubmitShed(ResponseModel):
+    job_id: str
+    state: Literal[JobState.DEAD_LETTERED]
+    reason: str
+    printer_id: str
+    correlation_id: str
+
+
+class HistoryEntry(ResponseModel):
+    at: float = Field(description="Unix time in seconds, from the Redis clock")
+    from_: str | None = Field(alias="from")
+    to: str
+    actor: str
+    reason: str
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class JobView(ResponseModel):
+    job_id: str
+    state: JobState
+    attendee_id: str
+    badge_pdf_ref: str
+    printer_target: str
+    printer_id: str
+    priority: int
+    idempotency_key: str
+    attempts: int
+    possible_duplicate: bool
+    reprint_of: str | None
+    created_at: float
+    updated_at: float
+    last_error: str | None = None
+    prints: int = Field(description="physical prints reported by agents")
+    history: list[HistoryEntry]
+
+
+class JobList(ResponseModel):
+    jobs: list[JobView]
+
+
+class CancelResult(ResponseModel):
+    job_id: str
+    state: JobState
+
+
+# --------------------------------------------------------------------------- agent
+
+
+class PrinterHealthReport(StrictModel):
+    """What the agent's status probe saw at its printer."""
+
+    reachable: bool
+    jammed: bool = False
+    cover_open: bool = False
+    paper: PaperLevel = PaperLevel.OK
+    ribbon_pct: int | None = Field(default=None, ge=0, le=100)
+    detail: str | None = Field(default=None, max_length=200)
+
+
+class HeartbeatRequest(StrictModel):
+    agent_id: str = Field(min_length=1, max_length=64)
+    version: str = Field(min_length=1, max_length=32)
+    health: PrinterHealthReport
+    journal: dict[str, int] = Field(default_factory=dict, max_length=32)
+    labels: list[str] = Field(default_factory=list, max_length=16)
+
+
+class HeartbeatResponse(ResponseModel):
+    state: PrinterState
+    paused: bool
+    heartbeat_interval_s: float
+
+
+class LeasedJob(ResponseModel):
+    job_id: str
+    lease_id: str
+    lease_ttl_s: float
+    job: dict[str, Any] = Field(description="the PrintJob fields, plus attempts")
+
+
+class LeaseResponse(ResponseModel):
+    jobs: list[LeasedJob]
+
+
+class StartRequest(StrictModel):
+    lease_id: str = Field(min_length=1, max_length=80)
+
+
+class StartResponse(ResponseModel):
+    granted: bool
+    fence: int | None = Field(default=None, description="grows with every grant of this job")
+    reason: str | None = None
+
+
+class AckRequest(StrictModel):
+    lease_id: str = Field(min_length=1, max_length=80)
+    result: AckResult
+    error: str | None = Field(default=None, max_length=MAX_ERROR_TEXT)
+    fence: int | None = Field(default=None, ge=0)
+
+
+class AckResponse(ResponseModel):
+    job_id: str
+    state: JobState
+    recorded: bool = Field(description="false when this exact ack was already recorded")
+
+
+# --------------------------------------------------------------------------- ops
+
+
+class RedriveRequest(StrictModel):
+    ids: list[str] | None = Field(default=None, max_length=1000)
+
+
+class RedriveOutcome(ResponseModel):
+    job_id: str
+    outcome: Literal["queued", "suppressed", "still_shed", "not_dead_lettered"]
+    detail: str | None = None
+
+
+class RedriveResponse(ResponseModel):
+    results: list[RedriveOutcome]
+
+
+class DeadLetter(ResponseModel):
+    job_id: str
+    reason: str
+    printer_id: str
+    idempotency_key: str
+    correlation_id: str
+    dead_lettered_at: float
+
+
+class DeadLetterList(ResponseModel):
+    dead_letters: list[DeadLetter]
+
+
+class ErrorField(ResponseModel):
+    loc: list[str | int]
+    msg: str
+
+
+class ErrorDetail(ResponseModel):
+    code: str
+    message: str
+    fields: list[ErrorField] = Field(default_factory=list)
+
+
+class ErrorBody(ResponseModel):
+    error: ErrorDetail
