@@ -1,0 +1,426 @@
+"""Incremental ESC/POS decoder: bytes in (split anywhere), status requests and cut pages out.
+
+Data-carrying commands (raster and graphics images, downloaded characters,
+barcodes) are consumed by the lengths their headers announce, streaming, so a
+header that claims gigabytes costs no memory and a command split across TCP
+reads decodes the same as one read whole. A real-time status request inside
+another command's data is data, as on a real printer: raster bytes may
+contain 0x10 0x04.
+
+The decoder never raises on input: unknown commands are skipped (the
+command byte with its prefix) and counted in `unknown_commands`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from PIL import Image
+
+from badgeline.emulator.commands import (
+    ALIGNMENTS,
+    BARCODE_MAX_DATA,
+    CODEPAGES,
+    CUT_ONLY,
+    CUT_WITH_FEED,
+    DC4,
+    DEFAULT_CODEPAGE,
+    DLE,
+    DLE_DC4_PARAMS,
+    ENQ,
+    EOT,
+    ESC,
+    ESC_PARAMS,
+    FF,
+    FS,
+    FS_PARAMS,
+    GS,
+    GS_PARAMS,
+    HT,
+    LF,
+    PARTIAL_CUTS,
+    RASTER_DOT_SCALE,
+    TAB_STOPS_MAX,
+)
+from badgeline.emulator.page import MAX_RASTER_WIDTH_DOTS, Page, PageBuilder
+
+NEED_MORE = 0
+
+_TEXT_RUN = re.compile(rb"[\x20-\xff]+")
+
+
+@dataclass(frozen=True)
+class StatusRequest:
+    """`DLE EOT n`: the host wants one status byte now."""
+
+    query: int
+
+
+@dataclass(frozen=True)
+class PageCut:
+    """A cut after content: one physical piece of paper, if the printer can print."""
+
+    page: Page
+    partial: bool
+
+
+Event = StatusRequest | PageCut
+
+
+@dataclass
+class _PendingRaster:
+    width_bytes: int
+    height: int
+    dot_scale: tuple[int, int]
+    data: bytearray
+
+    @property
+    def missing(self) -> int:
+        return self.width_bytes * self.height - len(self.data)
+
+
+class EscPosDecoder:
+    def __init__(self) -> None:
+        self.unknown_commands = 0
+        self._buffer = bytearray()
+        self._events: list[Event] = []
+        self._skip_bytes = 0
+        self._skip_until_nul = 0
+        self._user_chars_left = 0
+        self._user_char_height = 0
+        self._raster: _PendingRaster | None = None
+        self._builder = PageBuilder()
+        self._codepage = DEFAULT_CODEPAGE
+
+    def feed(self, data: bytes) -> list[Event]:
+        self._buffer += data
+        self._events = []
+        pos = 0
+        while pos < len(self._buffer):
+            used = self._consume(pos)
+            if used == NEED_MORE:
+                break
+            pos += used
+        del self._buffer[:pos]
+        return self._events
+
+    @property
+    def has_pending_content(self) -> bool:
+        """Content has arrived that no cut has ended yet."""
+        return self._builder.has_pending_content or self._raster is not None
+
+    # ------------------------------------------------------------ dispatch
+
+    def _consume(self, pos: int) -> int:
+        if self._skip_bytes:
+            dropped = min(self._skip_bytes, len(self._buffer) - pos)
+            self._skip_bytes -= dropped
+            return dropped
+        if self._skip_until_nul:
+            return self._drop_until_nul(pos)
+        if self._raster is not None:
+            return self._take_raster(pos)
+        if self._user_chars_left:
+            return self._start_user_char(pos)
+        byte = self._buffer[pos]
+        if byte >= 0x20:
+            return self._take_text(pos)
+        handler = _LEADING_BYTES.get(byte)
+        if handler is None:
+            return 1  # other C0 controls (CR, CAN, BEL...) change nothing on paper
+        return handler(self, pos)
+
+    def _available(self, pos: int) -> int:
+        return len(self._buffer) - pos
+
+    def _fixed(self, pos: int, params: int) -> int:
+        """Bytes of a prefix + command + `params` command, or NEED_MORE."""
+        size = 2 + params
+        return size if self._available(pos) >= size else NEED_MORE
+
+    def _unknown(self, size: int) -> int:
+        self.unknown_commands += 1
+        return size
+
+    def _length_prefixed(self, pos: int) -> int:
+        """`ESC/GS/FS ( fn pL pH data`: skip the data by its 16-bit length."""
+        if self._available(pos) < 5:
+            return NEED_MORE
+        self._skip_bytes = self._buffer[pos + 3] | self._buffer[pos + 4] << 8
+        return 5
+
+    # ------------------------------------------------------------ streaming states
+
+    def _drop_until_nul(self, pos: int) -> int:
+        window = min(self._skip_until_nul, self._available(pos))
+        nul = self._buffer.find(0, pos, pos + window)
+        if nul >= 0:
+            self._skip_until_nul = 0
+            return nul - pos + 1
+        self._skip_until_nul -= window
+        return window
+
+    def _take_raster(self, pos: int) -> int:
+        raster = self._raster
+        assert raster is not None
+        taken = min(raster.missing, self._available(pos))
+        raster.data += self._buffer[pos : pos + taken]
+        if raster.missing == 0:
+            self._raster = None
+            size = (raster.width_bytes * 8, raster.height)
+            # ESC/POS sets a bit for a black dot; PIL's "1;I" raw mode reads exactly that.
+            image = Image.frombytes("1", size, bytes(raster.data), "raw", "1;I")
+            self._builder.add_raster(image, raster.dot_scale)
+        return taken
+
+    def _start_user_char(self, pos: int) -> int:
+        # ESC & y c1 c2 [x d1..d(y*x)]...: one width byte, then its columns.
+        self._user_chars_left -= 1
+        self._skip_bytes = self._user_char_height * self._buffer[pos]
+        return 1
+
+    # ------------------------------------------------------------ text
+
+    def _take_text(self, pos: int) -> int:
+        match = _TEXT_RUN.match(self._buffer, pos)
+        assert match is not None
+        self._builder.append_text(match.group().decode(self._codepage, errors="replace"))
+        return match.end() - pos
+
+    def _tab(self, pos: int) -> int:
+        self._builder.tab()
+        return 1
+
+    def _line_feed(self, pos: int) -> int:
+        self._builder.end_line()
+        return 1
+
+    def _form_feed(self, pos: int) -> int:
+        self._builder.end_line(keep_blank=False)
+        return 1
+
+    # ------------------------------------------------------------ raster and cut
+
+    def _start_raster(self, mode: int, width_bytes: int, height: int) -> None:
+        size = width_bytes * height
+        if size == 0:
+            return
+        if width_bytes * 8 > MAX_RASTER_WIDTH_DOTS:
+            self._builder.mark_truncated()
+            self._skip_bytes = size
+            return
+        dot_scale = RASTER_DOT_SCALE.get(mode % 48, (1, 1))
+        self._raster = _PendingRaster(width_bytes, height, dot_scale, bytearray())
+
+    def _cut(self, partial: bool) -> None:
+        page = self._builder.cut()
+        if page is not None:
+            self._events.append(PageCut(page, partial))
+
+    # ------------------------------------------------------------ ESC
+
+    def _esc(self, pos: int) -> int:
+        if self._available(pos) < 2:
+            return NEED_MORE
+        command = self._buffer[pos + 1]
+        variable = _ESC_VARIABLE.get(command)
+        if variable is not None:
+            return variable(self, pos)
+        params = ESC_PARAMS.get(command)
+        if params is None:
+            return self._unknown(2)
+        size = self._fixed(pos, params)
+        if size != NEED_MORE:
+            self._apply_esc(command, self._buffer[pos + 2 : pos + size])
+        return size
+
+    def _apply_esc(self, command: int, params: bytearray) -> None:
+        style = self._builder.style
+        if command == 0x40:  # ESC @ clears the line buffer and every mode
+            self._builder.reset_line_and_style()
+            self._codepage = DEFAULT_CODEPAGE
+        elif command == 0x21:  # ESC ! n: bit 3 bold, bit 4 double height, bit 5 double width
+            bold, wide, tall = (bool(params[0] & bit) for bit in (0x08, 0x20, 0x10))
+            self._builder.style = replace(
+                style, bold=bold, width_scale=1 + wide, height_scale=1 + tall
+            )
+        elif command == 0x45:  # ESC E n
+            self._builder.style = replace(style, bold=bool(params[0] & 1))
+        elif command == 0x61:  # ESC a n; Epson ignores values it does not know
+            self._builder.style = replace(style, align=ALIGNMENTS.get(params[0], style.align))
+        else:
+            self._apply_esc_paper(command, params)
+
+    def _apply_esc_paper(self, command: int, params: bytearray) -> None:
+        if command == 0x64:  # ESC d n: print and feed n lines
+            self._builder.feed_lines(params[0])
+        elif command == 0x4A:  # ESC J n: print and feed n dots
+            self._builder.end_line(keep_blank=False)
+        elif command in (0x69, 0x6D):  # ESC i / ESC m: partial cut
+            self._cut(partial=True)
+        elif command == 0x74:  # ESC t n
+            self._codepage = CODEPAGES.get(params[0], self._codepage)
+
+    def _esc_bit_image(self, pos: int) -> int:
+        """`ESC * m nL nH d...`: column image, skipped (agents send GS v 0)."""
+        if self._available(pos) < 5:
+            return NEED_MORE
+        columns = self._buffer[pos + 3] | self._buffer[pos + 4] << 8
+        self._skip_bytes = columns * (3 if self._buffer[pos + 2] in (32, 33) else 1)
+        return 5
+
+    def _esc_user_chars(self, pos: int) -> int:
+        """`ESC & y c1 c2 [x d...]...`: downloaded characters, skipped."""
+        if self._available(pos) < 5:
+            return NEED_MORE
+        first, last = self._buffer[pos + 3], self._buffer[pos + 4]
+        self._user_char_height = self._buffer[pos + 2]
+        self._user_chars_left = max(0, last - first + 1)
+        return 5
+
+    def _esc_tab_stops(self, pos: int) -> int:
+        self._skip_until_nul = TAB_STOPS_MAX + 1
+        return 2
+
+    # ------------------------------------------------------------ GS
+
+    def _gs(self, pos: int) -> int:
+        if self._available(pos) < 2:
+            return NEED_MORE
+        command = self._buffer[pos + 1]
+        variable = _GS_VARIABLE.get(command)
+        if variable is not None:
+            return variable(self, pos)
+        params = GS_PARAMS.get(command)
+        if params is None:
+            return self._unknown(2)
+        size = self._fixed(pos, params)
+        if size != NEED_MORE and command == 0x21:  # GS ! n: width and height multipliers
+            size_mode = self._buffer[pos + 2]
+            width, height = (size_mode >> 4 & 0x07) + 1, (size_mode & 0x07) + 1
+            self._builder.style = replace(
+                self._builder.style, width_scale=width, height_scale=height
+            )
+        return size
+
+    def _gs_raster(self, pos: int) -> int:
+        """`GS v 0 m xL xH yL yH d...`: the badge image."""
+        if self._available(pos) < 3:
+            return NEED_MORE
+        if self._buffer[pos + 2] != 0x30:
+            return self._unknown(2)
+        if self._available(pos) < 8:
+            return NEED_MORE
+        header = self._buffer[pos + 3 : pos + 8]
+        self._start_raster(header[0], header[1] | header[2] << 8, header[3] | header[4] << 8)
+        return 8
+
+    def _gs_cut(self, pos: int) -> int:
+        """`GS V m` or `GS V m n`."""
+        if self._available(pos) < 3:
+            return NEED_MORE
+        mode = self._buffer[pos + 2]
+        if mode in CUT_ONLY:
+            size = 3
+        elif mode in CUT_WITH_FEED:
+            size = 4
+        else:
+            return self._unknown(3)
+        if self._available(pos) < size:
+            return NEED_MORE
+        self._cut(partial=mode in PARTIAL_CUTS)
+        return size
+
+    def _gs_graphics_long(self, pos: int) -> int:
+        """`GS 8 L p1 p2 p3 p4 data`: graphics with a 32-bit length, skipped."""
+        if self._available(pos) < 3:
+            return NEED_MORE
+        if self._buffer[pos + 2] != 0x4C:
+            return self._unknown(2)
+        if self._available(pos) < 7:
+            return NEED_MORE
+        self._skip_bytes = int.from_bytes(self._buffer[pos + 3 : pos + 7], "little")
+        return 7
+
+    def _gs_downloaded_image(self, pos: int) -> int:
+        """`GS * x y d...`: x*y*8 bytes of image data, skipped."""
+        if self._available(pos) < 4:
+            return NEED_MORE
+        self._skip_bytes = self._buffer[pos + 2] * self._buffer[pos + 3] * 8
+        return 4
+
+    def _gs_barcode(self, pos: int) -> int:
+        """`GS k m d... NUL` (m 0..6) or `GS k m n d1..dn` (m 65..79), skipped."""
+        if self._available(pos) < 3:
+            return NEED_MORE
+        kind = self._buffer[pos + 2]
+        if kind <= 6:
+            self._skip_until_nul = BARCODE_MAX_DATA + 1
+            return 3
+        if not 65 <= kind <= 79:
+            return self._unknown(3)
+        if self._available(pos) < 4:
+            return NEED_MORE
+        self._skip_bytes = self._buffer[pos + 3]
+        return 4
+
+    # ------------------------------------------------------------ DLE and FS
+
+    def _dle(self, pos: int) -> int:
+        if self._available(pos) < 3:
+            return NEED_MORE
+        command, function = self._buffer[pos + 1], self._buffer[pos + 2]
+        if command == EOT:
+            return self._dle_eot(pos, function)
+        if command == ENQ:
+            return 3  # error recovery: the control API decides when a fault clears
+        if command == DC4:
+            return self._fixed(pos, 1 + DLE_DC4_PARAMS.get(function, 0))
+        return self._unknown(1)
+
+    def _dle_eot(self, pos: int, query: int) -> int:
+        if query in (7, 8):  # DLE EOT 7 a / DLE EOT 8 a: extended status, not emulated
+            return self._fixed(pos, 2)
+        if 1 <= query <= 4:
+            self._events.append(StatusRequest(query))
+        return 3
+
+    def _fs(self, pos: int) -> int:
+        if self._available(pos) < 2:
+            return NEED_MORE
+        command = self._buffer[pos + 1]
+        if command == 0x28:
+            return self._length_prefixed(pos)
+        params = FS_PARAMS.get(command)
+        if params is None:
+            return self._unknown(2)
+        return self._fixed(pos, params)
+
+
+_Handler = Callable[[EscPosDecoder, int], int]
+
+_LEADING_BYTES: dict[int, _Handler] = {
+    HT: EscPosDecoder._tab,
+    LF: EscPosDecoder._line_feed,
+    FF: EscPosDecoder._form_feed,
+    DLE: EscPosDecoder._dle,
+    ESC: EscPosDecoder._esc,
+    FS: EscPosDecoder._fs,
+    GS: EscPosDecoder._gs,
+}
+_ESC_VARIABLE: dict[int, _Handler] = {
+    0x26: EscPosDecoder._esc_user_chars,
+    0x28: EscPosDecoder._length_prefixed,
+    0x2A: EscPosDecoder._esc_bit_image,
+    0x44: EscPosDecoder._esc_tab_stops,
+}
+_GS_VARIABLE: dict[int, _Handler] = {
+    0x28: EscPosDecoder._length_prefixed,
+    0x2A: EscPosDecoder._gs_downloaded_image,
+    0x38: EscPosDecoder._gs_graphics_long,
+    0x56: EscPosDecoder._gs_cut,
+    0x6B: EscPosDecoder._gs_barcode,
+    0x76: EscPosDecoder._gs_raster,
+}

@@ -1,0 +1,71 @@
+"""`badgeline emulator`: run one ESC/POS printer emulator until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+from badgeline.emulator.server import PrinterEmulator
+from badgeline.emulator.state import Fault, PrinterCondition
+
+logger = logging.getLogger(__name__)
+
+
+def _ms_per_badge(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= PrinterCondition.MAX_MS_PER_BADGE:
+        raise argparse.ArgumentTypeError(f"must be within 0..{PrinterCondition.MAX_MS_PER_BADGE}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument(
+        "--port", type=int, default=9100, help="ESC/POS printer port (0 picks a free one)"
+    )
+    parser.add_argument(
+        "--control-port", type=int, default=9101, help="control API port (0 picks a free one)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("emulator-out"), help="directory for badge PNGs"
+    )
+    parser.add_argument(
+        "--fault", type=Fault, choices=list(Fault), default=Fault.NONE, help="fault at start"
+    )
+    parser.add_argument(
+        "--ms-per-badge", type=_ms_per_badge, default=0, help="slow mode: delay per badge"
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
+    try:
+        asyncio.run(_serve(args))
+    except OSError as error:
+        # Typically the port is taken: say so in one line rather than a traceback.
+        logger.error("emulator could not start: %s", error)
+        return 1
+    return 0
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    emulator = PrinterEmulator(
+        args.host, args.port, args.control_port, args.out,
+        fault=args.fault, ms_per_badge=args.ms_per_badge,
+    )  # fmt: skip
+    stop_requested = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signal_number in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signal_number, stop_requested.set)
+    await emulator.start()
+    try:
+        await stop_requested.wait()
+        logger.info("emulator stopping")
+    finally:
+        await emulator.stop()

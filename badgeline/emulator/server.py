@@ -1,0 +1,289 @@
+"""The emulator as a process component: ESC/POS over TCP plus its control API.
+
+Each TCP connection has its own decoder, so a job is what arrives between
+cuts on one connection; every connection feeds the one print head, as a
+real printer has one head however many hosts talk to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from badgeline.emulator.control import create_control_app
+from badgeline.emulator.decoder import EscPosDecoder, PageCut, StatusRequest
+from badgeline.emulator.page import Page
+from badgeline.emulator.printhead import PrintedBadge, PrintHead
+from badgeline.emulator.state import Fault, PrinterCondition
+
+logger = logging.getLogger(__name__)
+
+READ_SIZE = 65536
+# How long stop() lets connection handlers finish after their sockets close.
+STOP_GRACE_S = 5.0
+
+
+class _Connection:
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.decoder = EscPosDecoder()
+        # Content arrived while the printer could not print: the page that
+        # holds it is lost even if the fault clears before the cut.
+        self.page_spoiled = False
+
+
+class PrinterEmulator:
+    """An ESC/POS network printer. Port 0 picks a free port; read `port` after `start()`."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        control_port: int = 0,
+        out_dir: str | Path = "emulator-out",
+        *,
+        fault: Fault = Fault.NONE,
+        ms_per_badge: int = 0,
+    ) -> None:
+        self.host = host
+        self.out_dir = Path(out_dir).resolve()
+        self.condition = PrinterCondition(fault, ms_per_badge)
+        self._requested_ports = (port, control_port)
+        self._bound_ports: tuple[int, int] | None = None
+        self._head = PrintHead(self.condition, self.out_dir)
+        self._connection_numbers = itertools.count(1)
+        self._connection_writers: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
+        self._tcp_server: asyncio.Server | None = None
+        self._control_runner: web.AppRunner | None = None
+        self._head_task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        try:
+            await self._start()
+        except BaseException:
+            # A port already taken must not leave the other listener open.
+            await self.stop()
+            raise
+        logger.info(
+            "emulator listening printer=%s:%d control=%s:%d out=%s",
+            self.host, self.port, self.host, self.control_port, self.out_dir,
+        )  # fmt: skip
+
+    async def _start(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        port, control_port = self._requested_ports
+        self._tcp_server = await asyncio.start_server(self._serve_connection, self.host, port)
+        self._control_runner = web.AppRunner(create_control_app(self), access_log=None)
+        await self._control_runner.setup()
+        await web.TCPSite(self._control_runner, self.host, control_port).start()
+        self._head_task = asyncio.create_task(self._head.run(), name="emulator-print-head")
+        self._bound_ports = (
+            self._tcp_server.sockets[0].getsockname()[1],
+            self._control_runner.addresses[0][1],
+        )
+
+    async def stop(self) -> None:
+        """Close every socket; pages still waiting for the print head are never printed."""
+        if self._tcp_server is not None:
+            self._tcp_server.close()
+        await self._close_connections()
+        if self._tcp_server is not None:
+            await self._tcp_server.wait_closed()
+        if self._head_task is not None:
+            self._head_task.cancel()
+            await asyncio.gather(self._head_task, return_exceptions=True)
+        if self._control_runner is not None:
+            await self._control_runner.cleanup()
+        if self._head.queued:
+            logger.warning("stopped with %d cut pages never printed", self._head.queued)
+        self._tcp_server = self._control_runner = self._head_task = None
+
+    async def _close_connections(self) -> None:
+        # Closing the socket ends each handler's read loop; cancelling a
+        # handler instead makes Python 3.11's stream machinery log an error.
+        handlers = list(self._connection_writers)
+        for writer in self._connection_writers.values():
+            writer.close()
+        if not handlers:
+            return
+        _, stuck = await asyncio.wait(handlers, timeout=STOP_GRACE_S)
+        for task in stuck:
+            task.cancel()
+        await asyncio.gather(*stuck, return_exceptions=True)
+
+    async def __aenter__(self) -> PrinterEmulator:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # ------------------------------------------------------------ what tests and the API see
+
+    @property
+    def port(self) -> int:
+        return self._bound()[0]
+
+    @property
+    def control_port(self) -> int:
+        return self._bound()[1]
+
+    def _bound(self) -> tuple[int, int]:
+        if self._bound_ports is None:
+            raise RuntimeError("the emulator has not been started")
+        return self._bound_ports
+
+    @property
+    def fault(self) -> Fault:
+        return self.condition.fault
+
+    @fault.setter
+    def fault(self, value: Fault) -> None:
+        if value != self.condition.fault:
+            logger.info("fault %s -> %s", self.condition.fault, value)
+        self.condition.fault = value
+        self._head.notify()
+
+    @property
+    def ms_per_badge(self) -> int:
+        return self.condition.ms_per_badge
+
+    @ms_per_badge.setter
+    def ms_per_badge(self, value: int) -> None:
+        self.condition.ms_per_badge = value
+        self._head.notify()
+
+    @property
+    def printed(self) -> list[PrintedBadge]:
+        return list(self._head.printed)
+
+    def printed_rows(self) -> list[dict[str, Any]]:
+        return [badge.row() for badge in self._head.printed]
+
+    def status(self) -> dict[str, Any]:
+        counters = self._head.counters
+        return {
+            "fault": str(self.condition.fault),
+            "ms_per_badge": self.condition.ms_per_badge,
+            "printed": len(self._head.printed),
+            "queued": self._head.queued,
+            "printing": self._head.printing,
+            "discarded": counters.discarded,
+            "abandoned": counters.abandoned,
+            "status_queries": counters.status_queries,
+            "connections": counters.connections,
+            "connections_total": counters.connections_total,
+        }
+
+    def reset(self) -> None:
+        """Forget what was printed and the counters; fault and speed stay as set."""
+        self._head.reset()
+
+    async def wait_until(
+        self, predicate: Callable[[PrinterEmulator], bool], timeout: float = 10.0
+    ) -> None:
+        """Wait for a condition on this emulator without polling; TimeoutError if it never holds."""
+        await self._head.wait_until(lambda: predicate(self), timeout)
+
+    # ------------------------------------------------------------ the printer port
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connection_writers[task] = writer
+        connection = _Connection(next(self._connection_numbers))
+        self._count_connection(+1)
+        # Debug level: agents may open a connection for every status probe.
+        peer = writer.get_extra_info("peername")
+        logger.debug("connection %d from %s", connection.number, peer)
+        try:
+            await self._read_until_closed(connection, reader, writer)
+        except ConnectionError as error:
+            logger.info("connection %d lost: %s", connection.number, error)
+        except Exception:
+            # A decoder bug must cost one connection, never the printer.
+            logger.exception("connection %d failed", connection.number)
+        finally:
+            self._connection_writers.pop(task, None)
+            self._close_connection(connection)
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def _read_until_closed(
+        self,
+        connection: _Connection,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        while chunk := await reader.read(READ_SIZE):
+            replies = self._handle_chunk(connection, chunk)
+            if replies:
+                writer.write(replies)
+                await writer.drain()
+
+    def _handle_chunk(self, connection: _Connection, chunk: bytes) -> bytes:
+        """Decode one read; return the status bytes to send back.
+
+        Runs without awaiting, so the fault is the same for the whole chunk.
+        """
+        can_print = self.condition.can_print
+        replies = bytearray()
+        for event in connection.decoder.feed(chunk):
+            if isinstance(event, StatusRequest):
+                self._head.counters.status_queries += 1
+                replies += self.condition.status_reply(event.query) or b""
+            elif isinstance(event, PageCut):
+                self._handle_cut(connection, event.page, can_print)
+        if not can_print and connection.decoder.has_pending_content:
+            connection.page_spoiled = True
+        self._head.notify()
+        return bytes(replies)
+
+    def _handle_cut(self, connection: _Connection, page: Page, can_print: bool) -> None:
+        if page.truncated:
+            logger.warning("connection %d: page exceeded the emulator's limits", connection.number)
+        if not can_print:
+            self._head.discard(page, connection.number, f"printer is {self.condition.fault}")
+        elif connection.page_spoiled:
+            self._head.discard(page, connection.number, "data arrived during a fault")
+        else:
+            self._head.submit(page, connection.number)
+        connection.page_spoiled = False
+
+    def _count_connection(self, change: int) -> None:
+        self._head.counters.connections += change
+        if change > 0:
+            self._head.counters.connections_total += 1
+        self._head.notify()
+
+    def _close_connection(self, connection: _Connection) -> None:
+        decoder = connection.decoder
+        if decoder.has_pending_content:
+            # Paper printed but never cut is not a badge anyone can take away.
+            self._head.counters.abandoned += 1
+            logger.warning("connection %d closed with uncut content", connection.number)
+        if decoder.unknown_commands:
+            logger.info(
+                "connection %d skipped %d unknown commands",
+                connection.number, decoder.unknown_commands,
+            )  # fmt: skip
+        self._count_connection(-1)
+        logger.debug("connection %d closed", connection.number)
