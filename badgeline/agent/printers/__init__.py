@@ -1,0 +1,63 @@
+"""The agent's printer layer: how an agent reaches its printer and reads its health.
+
+``connection`` holds the typed config, ``link`` the small blocking surface
+(``open / write / read_status / close``) with one implementation per kind of
+cable over python-escpos, ``async_link`` the asyncio facade, and ``status``
+the DLE EOT probe and its mapping to a ``PrinterHealthReport``.
+
+python-escpos is imported on first use, not when this package is imported.
+"""
+
+from badgeline.agent.printers.async_link import AsyncPrinterLink
+from badgeline.agent.printers.connection import (
+    DeviceConnection,
+    EmulatorConnection,
+    NetworkConnection,
+    PrinterConnection,
+    UsbConnection,
+    parse_connection,
+)
+from badgeline.agent.printers.device_link import DeviceLink
+from badgeline.agent.printers.errors import (
+    PrinterAccessError,
+    PrinterLinkError,
+    PrinterNotFoundError,
+    PrinterTimeoutError,
+    StatusUnavailableError,
+)
+from badgeline.agent.printers.factory import link_for
+from badgeline.agent.printers.link import PrinterLink
+from badgeline.agent.printers.network_link import NetworkLink
+from badgeline.agent.printers.status import (
+    StatusBytes,
+    StatusQuery,
+    health_from_status,
+    probe_health,
+    read_status_bytes,
+)
+from badgeline.agent.printers.usb_link import UsbLink
+
+__all__ = [
+    "AsyncPrinterLink",
+    "DeviceConnection",
+    "DeviceLink",
+    "EmulatorConnection",
+    "NetworkConnection",
+    "NetworkLink",
+    "PrinterAccessError",
+    "PrinterConnection",
+    "PrinterLink",
+    "PrinterLinkError",
+    "PrinterNotFoundError",
+    "PrinterTimeoutError",
+    "StatusBytes",
+    "StatusQuery",
+    "StatusUnavailableError",
+    "UsbConnection",
+    "UsbLink",
+    "health_from_status",
+    "link_for",
+    "parse_connection",
+    "probe_health",
+    "read_status_bytes",
+]

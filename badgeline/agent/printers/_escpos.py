@@ -1,0 +1,84 @@
+"""Import python-escpos once per process, on first use, without its side effects.
+
+Why lazily: importing ``escpos.printer`` parses a large capabilities file
+(about 0.4 s on a laptop, seconds on a Pi) and the agent should answer its
+first heartbeat before it ever touches a printer.
+
+Why carefully: ``escpos.capabilities`` runs, at import time,
+``environ.get("ESCPOS_CAPABILITIES_PICKLE_DIR", mkdtemp())``, so every import
+leaves a directory (holding a pickle cache) in /tmp, even when that variable is
+set, because the default argument is evaluated first. On an SD card that
+restarts the agent on every failure, those pile up. It also calls
+``logging.basicConfig()``, which would pin the root logger's configuration
+before the agent configures its own. We record the directories the importing
+thread creates and remove them afterwards (the cache is only read during the
+import), and give the root logger a placeholder handler for the duration of
+the import so ``basicConfig`` does nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+_lock = threading.Lock()
+_loaded: EscposApi | None = None
+
+
+@dataclass(frozen=True)
+class EscposApi:
+    """The parts of python-escpos and pyusb the printer links use."""
+
+    printer: ModuleType  # escpos.printer: Network, Usb, File
+    device_not_found: type[Exception]  # escpos.exceptions.DeviceNotFoundError
+    usb_core: ModuleType  # usb.core: USBError, USBTimeoutError, NoBackendError
+    usb_util: ModuleType  # usb.util: endpoint direction and type helpers
+
+
+def escpos_api() -> EscposApi:
+    """Return python-escpos, importing it on the first call only (thread-safe)."""
+    global _loaded
+    with _lock:
+        if _loaded is None:
+            _loaded = _import_escpos()
+        return _loaded
+
+
+def _import_escpos() -> EscposApi:
+    importing_thread = threading.get_ident()
+    created: list[str] = []
+    original_mkdtemp = tempfile.mkdtemp
+
+    def recording_mkdtemp(*args: Any, **kwargs: Any) -> Any:
+        path = original_mkdtemp(*args, **kwargs)
+        # Other threads may call mkdtemp meanwhile: only ours are escpos's to remove.
+        if threading.get_ident() == importing_thread:
+            created.append(path)
+        return path
+
+    root = logging.getLogger()
+    placeholder = None if root.handlers else logging.NullHandler()
+    if placeholder is not None:
+        root.addHandler(placeholder)
+    tempfile.mkdtemp = recording_mkdtemp
+    try:
+        printer = importlib.import_module("escpos.printer")
+        exceptions = importlib.import_module("escpos.exceptions")
+    finally:
+        tempfile.mkdtemp = original_mkdtemp
+        if placeholder is not None:
+            root.removeHandler(placeholder)
+        for path in created:
+            shutil.rmtree(path, ignore_errors=True)
+    return EscposApi(
+        printer=printer,
+        device_not_found=exceptions.DeviceNotFoundError,
+        usb_core=importlib.import_module("usb.core"),
+        usb_util=importlib.import_module("usb.util"),
+    )

@@ -1,0 +1,69 @@
+"""AsyncPrinterLink: the asyncio face of a blocking PrinterLink.
+
+python-escpos blocks, so every call runs in a worker thread
+(``asyncio.to_thread``) and the event loop keeps serving heartbeats and leases
+while a badge prints. The link's own timeouts bound each blocking step; the
+probe also has a backstop, so a driver that ignores its timeout still cannot
+hold up a heartbeat: the probe then reports the printer unreachable, and the
+stuck call finishes in its thread, holding the link's lock so nothing else
+talks to the printer meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+from badgeline.agent.printers.link import PrinterLink
+from badgeline.agent.printers.status import StatusQuery, probe_health
+from badgeline.protocol.models import PrinterHealthReport
+
+# Worst case of one probe: open, then per query a drain, a send and a reply wait.
+_PROBE_STEPS = 1 + 3 * len(StatusQuery)
+
+
+class AsyncPrinterLink:
+    """Async wrapper of a PrinterLink; usable as ``async with``."""
+
+    def __init__(self, link: PrinterLink) -> None:
+        self.link = link
+
+    @property
+    def probe_backstop_s(self) -> float:
+        return self.link.timeout_s * _PROBE_STEPS + 1.0
+
+    async def open(self) -> None:
+        await asyncio.to_thread(self.link.open)
+
+    async def write(self, data: bytes) -> None:
+        await asyncio.to_thread(self.link.write, data)
+
+    async def read_status(self, query: bytes) -> bytes | None:
+        return await asyncio.to_thread(self.link.read_status, query)
+
+    async def probe(self) -> PrinterHealthReport:
+        """DLE EOT 1-4 mapped to a health report; never raises (except on cancellation)."""
+        try:
+            async with asyncio.timeout(self.probe_backstop_s):
+                return await asyncio.to_thread(probe_health, self.link)
+        except TimeoutError:
+            return PrinterHealthReport(
+                reachable=False,
+                detail=f"status probe of {self.link.description} did not finish "
+                f"within {self.probe_backstop_s:.0f} s",
+            )
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.link.close)
+
+    async def __aenter__(self) -> AsyncPrinterLink:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()

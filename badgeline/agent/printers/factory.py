@@ -1,0 +1,29 @@
+"""link_for: the one place that turns a connection config into a printer link."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from badgeline.agent.printers.connection import (
+    DeviceConnection,
+    EmulatorConnection,
+    NetworkConnection,
+    PrinterConnection,
+    UsbConnection,
+)
+from badgeline.agent.printers.device_link import DeviceLink
+from badgeline.agent.printers.link import PrinterLink
+from badgeline.agent.printers.network_link import NetworkLink
+from badgeline.agent.printers.usb_link import UsbLink
+
+
+def link_for(connection: PrinterConnection, *, usb_backend: Any = None) -> PrinterLink:
+    """Build the (not yet opened) link for a connection; ``usb_backend`` is for tests."""
+    match connection:
+        case NetworkConnection() | EmulatorConnection():
+            return NetworkLink(connection)
+        case UsbConnection():
+            return UsbLink(connection, backend=usb_backend)
+        case DeviceConnection():
+            return DeviceLink(connection)
+    raise TypeError(f"unknown printer connection {connection!r}")
