@@ -59,12 +59,14 @@ class BadgelineError(Exception):
         *,
         fields: list[dict[str, Any]] | None = None,
         extra: dict[str, Any] | None = None,
+        retry_after_s: int | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.fields = fields or []
         self.extra = extra or {}
+        self.retry_after_s = retry_after_s
 
     @property
     def http_status(self) -> int:

@@ -1,0 +1,1 @@
+"""The coordinator: HTTP API, Redis store and the controllers that keep jobs moving."""

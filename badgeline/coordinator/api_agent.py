@@ -1,0 +1,136 @@
+"""Agent routes: heartbeat, lease long-poll, start grant and ack.
+
+Every route is bound to the printer id in the path, and an agent token only
+works for its own printer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from badgeline.coordinator.auth import require_printer
+from badgeline.coordinator.context import Coordinator, authenticate
+from badgeline.coordinator.events import job_event, log_event
+from badgeline.coordinator.health import classify_report
+from badgeline.coordinator.http import json_response, query_model, read_model
+from badgeline.protocol.errors import BadgelineError, ErrorCode
+from badgeline.protocol.ids import is_printer_id
+from badgeline.protocol.models import (
+    AckRequest,
+    AckResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    LeasedJob,
+    LeaseResponse,
+    StartRequest,
+    StartResponse,
+)
+
+routes = web.RouteTableDef()
+
+
+class LeaseQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    wait: float = Field(default=0, ge=0, le=120)
+    max: int = Field(default=1, ge=1, le=50)
+
+
+def _agent(request: web.Request) -> tuple[Coordinator, str, str]:
+    coordinator, identity = authenticate(request)
+    printer_id = request.match_info["printer_id"]
+    if not is_printer_id(printer_id):
+        raise BadgelineError(ErrorCode.NOT_FOUND, f"{printer_id!r} is not a printer id")
+    require_printer(identity, printer_id)
+    return coordinator, printer_id, identity.actor
+
+
+@routes.post("/v1/agents/{printer_id}/heartbeat")
+async def heartbeat(request: web.Request) -> web.Response:
+    coordinator, printer_id, _ = _agent(request)
+    beat = await read_model(request, HeartbeatRequest)
+    now_ms, paused_until_ms = await coordinator.store.heartbeat(printer_id, beat)
+    return json_response(
+        HeartbeatResponse(
+            state=classify_report(beat.health),
+            paused=paused_until_ms > now_ms,
+            heartbeat_interval_s=coordinator.settings.heartbeat_interval_s,
+        )
+    )
+
+
+@routes.post("/v1/agents/{printer_id}/lease")
+async def lease(request: web.Request) -> web.Response:
+    coordinator, printer_id, actor = _agent(request)
+    query = query_model(request, LeaseQuery)
+    wait_s = min(query.wait, coordinator.settings.lease_max_wait_s)
+    max_jobs = min(query.max, coordinator.settings.lease_max_jobs)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while True:
+        with coordinator.wakeups.waiter(printer_id) as woken:
+            # An agent that hung up must not be handed jobs it will never see:
+            # they would sit leased until the lease expires.
+            if request.transport is None or request.transport.is_closing():
+                return json_response(LeaseResponse(jobs=[]))
+            jobs = await coordinator.store.lease(printer_id, max_jobs, actor)
+            remaining = deadline - loop.time()
+            if jobs or remaining <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), remaining)
+    ttl = coordinator.settings.lease_ttl_s
+    leased = []
+    for doc in jobs:
+        job_id, lease_id = doc.pop("job_id"), doc.pop("lease_id")
+        doc.pop("lease_ttl_ms", None)
+        job_event("job_leased", job_id=job_id, printer_id=printer_id,
+                  idempotency_key=doc["idempotency_key"], correlation_id=doc["correlation_id"],
+                  lease_id=lease_id)  # fmt: skip
+        leased.append(LeasedJob(job_id=job_id, lease_id=lease_id, lease_ttl_s=ttl, job=doc))
+    return json_response(LeaseResponse(jobs=leased))
+
+
+@routes.post("/v1/agents/{printer_id}/jobs/{job_id}/start")
+async def start(request: web.Request) -> web.Response:
+    coordinator, printer_id, actor = _agent(request)
+    body = await read_model(request, StartRequest)
+    job_id = request.match_info["job_id"]
+    outcome = await coordinator.store.grant_start(printer_id, job_id, body.lease_id, actor)
+    trace: dict[str, Any] = {
+        "job_id": job_id, "printer_id": printer_id, "lease_id": body.lease_id,
+        "idempotency_key": outcome.trace.idempotency_key,
+        "correlation_id": outcome.trace.correlation_id,
+    }  # fmt: skip
+    if not outcome.granted:
+        log_event("start_refused", logging.WARNING, reason=outcome.reason, **trace)
+        raise BadgelineError(
+            ErrorCode.START_REFUSED,
+            f"start of {job_id} refused: {outcome.reason}; do not print it",
+            extra={"granted": False, "reason": outcome.reason},
+        )
+    if not outcome.repeated:
+        log_event("start_granted", fence=outcome.fence, **trace)
+    return json_response(StartResponse(granted=True, fence=outcome.fence))
+
+
+@routes.post("/v1/agents/{printer_id}/jobs/{job_id}/ack")
+async def ack(request: web.Request) -> web.Response:
+    coordinator, printer_id, actor = _agent(request)
+    body = await read_model(request, AckRequest)
+    job_id = request.match_info["job_id"]
+    outcome = await coordinator.store.ack(printer_id, job_id, body, actor)
+    if outcome.recorded:
+        level = logging.INFO if body.result == "printed" else logging.WARNING
+        job_event(f"job_ack_{body.result}", level=level, job_id=job_id, printer_id=printer_id,
+                  idempotency_key=outcome.trace.idempotency_key,
+                  correlation_id=outcome.trace.correlation_id, lease_id=body.lease_id,
+                  fence=body.fence, state=str(outcome.state), error=body.error)  # fmt: skip
+    else:
+        log_event("ack_repeated", job_id=job_id, printer_id=printer_id, lease_id=body.lease_id)
+    return json_response(AckResponse(job_id=job_id, state=outcome.state, recorded=outcome.recorded))

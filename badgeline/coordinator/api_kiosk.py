@@ -1,0 +1,93 @@
+"""Kiosk routes: submit, look up and cancel badge print jobs."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from badgeline.coordinator.context import authenticate
+from badgeline.coordinator.events import job_event, log_event
+from badgeline.coordinator.http import correlation_id, json_response, query_model, read_model
+from badgeline.protocol.errors import BadgelineError, ErrorCode
+from badgeline.protocol.ids import ATTENDEE_ID_PATTERN
+from badgeline.protocol.models import CancelResult, JobList, PrintJob, SubmitAccepted
+
+routes = web.RouteTableDef()
+
+# How long a kiosk should wait before retrying a shed job: long enough for a
+# printer to work down part of its backlog, short enough for a queue at a desk.
+SHED_RETRY_AFTER_S = 5
+
+
+class AttendeeQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    attendee_id: str = Field(min_length=4, max_length=48, pattern=ATTENDEE_ID_PATTERN)
+
+
+@routes.post("/v1/jobs")
+async def submit_job(request: web.Request) -> web.Response:
+    coordinator, identity = authenticate(request, "kiosk", "operator")
+    job = await read_model(request, PrintJob)
+    printer_id = await coordinator.router.printer_for(job.printer_target)
+    cid = correlation_id(request)
+    outcome = await coordinator.store.accept(
+        job, printer_id=printer_id, correlation_id=cid, actor=identity.actor
+    )
+    trace: dict[str, Any] = {
+        "job_id": outcome.job_id, "printer_id": outcome.printer_id,
+        "idempotency_key": job.idempotency_key, "correlation_id": cid,
+    }  # fmt: skip
+    if outcome.shed:
+        log_event("queue_backpressure", logging.WARNING, depth=outcome.position, **trace)
+        raise BadgelineError(
+            ErrorCode.QUEUE_FULL,
+            f"printer {printer_id} has {outcome.position} jobs waiting (its high-water mark); "
+            f"the job was dead-lettered, retry in {SHED_RETRY_AFTER_S} s or target another printer",
+            extra={"job_id": outcome.job_id, "state": "dead_lettered", "reason": "backpressure",
+                   "printer_id": printer_id, "correlation_id": cid},
+            retry_after_s=SHED_RETRY_AFTER_S,
+        )  # fmt: skip
+    if outcome.duplicate:
+        log_event("duplicate_suppressed", state=str(outcome.state), **trace)
+    else:
+        log_event("job_enqueued", priority=job.priority, position=outcome.position, **trace)
+    body = SubmitAccepted(
+        job_id=outcome.job_id, state=outcome.state, printer_id=outcome.printer_id,
+        position=outcome.position, duplicate=outcome.duplicate, correlation_id=cid,
+    )  # fmt: skip
+    return json_response(body, status=200 if outcome.duplicate else 201)
+
+
+@routes.get("/v1/jobs/{job_id}")
+async def get_job(request: web.Request) -> web.Response:
+    coordinator, _ = authenticate(request, "kiosk", "operator")
+    job_id = request.match_info["job_id"]
+    view = await coordinator.store.get_job(job_id)
+    if view is None:
+        raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
+    return json_response(view)
+
+
+@routes.get("/v1/jobs")
+async def list_jobs(request: web.Request) -> web.Response:
+    coordinator, _ = authenticate(request, "kiosk", "operator")
+    query = query_model(request, AttendeeQuery)
+    jobs = await coordinator.store.jobs_for_attendee(query.attendee_id)
+    return json_response(JobList(jobs=jobs))
+
+
+@routes.post("/v1/jobs/{job_id}/cancel")
+async def cancel_job(request: web.Request) -> web.Response:
+    coordinator, identity = authenticate(request, "kiosk", "operator")
+    job_id = request.match_info["job_id"]
+    state = await coordinator.store.cancel(job_id, identity.actor, "canceled by " + identity.actor)
+    view = await coordinator.store.get_job(job_id)
+    if view is not None:
+        job_event(
+            "job_canceled", job_id=job_id, printer_id=view.printer_id,
+            idempotency_key=view.idempotency_key, correlation_id=correlation_id(request),
+        )  # fmt: skip
+    return json_response(CancelResult(job_id=job_id, state=state))

@@ -1,0 +1,75 @@
+"""Builds the coordinator's aiohttp application."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+from redis.asyncio import Redis
+
+from badgeline.coordinator import api_agent, api_kiosk, api_ops
+from badgeline.coordinator.auth import TokenAuthority
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.context import COORDINATOR, Coordinator
+from badgeline.coordinator.http import correlation_middleware, error_middleware, json_response
+from badgeline.coordinator.lease_scanner import scan_leases_forever
+from badgeline.coordinator.openapi import build_openapi
+from badgeline.coordinator.routing import Router
+from badgeline.coordinator.store import JobStore
+from badgeline.coordinator.wakeups import WakeHub
+
+BACKGROUND_TASKS = web.AppKey("background_tasks", list[asyncio.Task[None]])
+
+
+async def healthz(request: web.Request) -> web.Response:
+    coordinator = request.app[COORDINATOR]
+    try:
+        await coordinator.store.redis.ping()
+    except Exception as error:  # the probe reports; it never fails the request
+        return json_response({"ok": False, "redis": str(error)}, status=503)
+    return json_response({"ok": True, "venue": coordinator.settings.venue})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return json_response(build_openapi())
+
+
+def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
+    app = web.Application(
+        middlewares=[correlation_middleware, error_middleware],
+        client_max_size=settings.max_body_bytes,
+    )
+    store = JobStore(redis, settings)
+    app[COORDINATOR] = Coordinator(
+        settings=settings,
+        store=store,
+        auth=TokenAuthority(settings.tokens),
+        wakeups=WakeHub(redis, store.keys.wake_channel),
+        router=Router(redis, settings),
+    )
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/v1/openapi.json", openapi)
+    app.add_routes(api_kiosk.routes)
+    app.add_routes(api_agent.routes)
+    app.add_routes(api_ops.routes)
+    app.cleanup_ctx.append(_background)
+    return app
+
+
+async def _background(app: web.Application) -> AsyncIterator[None]:
+    coordinator = app[COORDINATOR]
+    await coordinator.wakeups.start()
+    app[BACKGROUND_TASKS] = [
+        asyncio.create_task(
+            scan_leases_forever(coordinator.store, coordinator.settings.lease_scan_interval_s),
+            name="lease-scanner",
+        )
+    ]
+    yield
+    for task in app[BACKGROUND_TASKS]:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    await coordinator.wakeups.stop()

@@ -1,0 +1,93 @@
+"""Bearer-token authentication and role checks.
+
+Tokens live in the config only as SHA-256 digests. A presented token is hashed
+and compared with every configured digest in constant time, so neither the
+comparison nor the position of a match leaks through response timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+
+from badgeline.coordinator.config import Role, TokenEntry
+from badgeline.protocol.errors import BadgelineError, ErrorCode
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    role: Role
+    printer_id: str | None = None
+
+    @property
+    def actor(self) -> str:
+        return f"{self.role}:{self.name}"
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class TokenAuthority:
+    def __init__(self, entries: list[TokenEntry]) -> None:
+        self._entries = [(bytes.fromhex(e.sha256), e) for e in entries]
+
+    def identify(self, authorization: str | None) -> Identity:
+        if not authorization or not authorization.startswith("Bearer "):
+            raise BadgelineError(
+                ErrorCode.UNAUTHORIZED, "send an Authorization: Bearer <token> header"
+            )
+        presented = hashlib.sha256(authorization.removeprefix("Bearer ").encode("utf-8")).digest()
+        match: TokenEntry | None = None
+        for digest, entry in self._entries:
+            # No early exit: every digest is compared on every request.
+            if hmac.compare_digest(digest, presented):
+                match = entry
+        if match is None:
+            raise BadgelineError(ErrorCode.UNAUTHORIZED, "unknown API token")
+        return Identity(match.name, match.role, match.printer_id)
+
+
+def require_role(identity: Identity, *roles: Role) -> None:
+    if identity.role not in roles:
+        raise BadgelineError(
+            ErrorCode.FORBIDDEN,
+            f"a {identity.role} token cannot call this endpoint (needs {' or '.join(roles)})",
+        )
+
+
+def require_printer(identity: Identity, printer_id: str) -> None:
+    require_role(identity, "agent")
+    if identity.printer_id != printer_id:
+        raise BadgelineError(
+            ErrorCode.FORBIDDEN,
+            f"this agent token is bound to {identity.printer_id}, not {printer_id}",
+        )
+
+
+# ---- `badgeline hash-token`
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", required=True, help="who holds the token, e.g. kiosk-hall-a")
+    parser.add_argument("--role", required=True, choices=["kiosk", "agent", "operator"])
+    parser.add_argument("--printer-id", help="the printer an agent token is bound to")
+    parser.add_argument("--token", help="hash this token instead of generating a new one")
+
+
+def run(args: argparse.Namespace) -> int:
+    token = args.token or secrets.token_urlsafe(32)
+    entry = TokenEntry(
+        name=args.name, role=args.role, sha256=token_digest(token), printer_id=args.printer_id
+    )
+    print(f"# give this token to {args.name}; only its hash goes into the config")
+    print(f"# token: {token}")
+    print("[[tokens]]")
+    for key, value in entry.model_dump(exclude_none=True).items():
+        print(f"{key} = {json.dumps(value)}")
+    return 0

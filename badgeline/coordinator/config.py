@@ -1,0 +1,116 @@
+"""Coordinator settings: one typed object, read from TOML then the environment.
+
+Precedence (highest first): keyword arguments, `BADGELINE_*` environment
+variables, the TOML file, the defaults below. Every option is documented in
+docs/config.md; an invalid value stops start-up with the key that is wrong.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
+
+Role = Literal["kiosk", "agent", "operator"]
+
+
+class TokenEntry(BaseModel):
+    """An API token, stored only as its SHA-256 (see `badgeline hash-token`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=64, description="who holds it, e.g. kiosk-hall-a")
+    role: Role
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    printer_id: str | None = Field(default=None, pattern=PRINTER_ID_PATTERN)
+
+    @model_validator(mode="after")
+    def agent_tokens_name_their_printer(self) -> TokenEntry:
+        if self.role == "agent" and self.printer_id is None:
+            raise ValueError(f"agent token {self.name!r} needs printer_id")
+        if self.role != "agent" and self.printer_id is not None:
+            raise ValueError(f"only agent tokens take printer_id ({self.name!r})")
+        return self
+
+
+class CoordinatorSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="BADGELINE_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    listen_host: str = "127.0.0.1"
+    listen_port: int = Field(default=8420, ge=0, le=65535)
+    venue: str = Field(default="default", pattern=POOL_NAME_PATTERN)
+    redis_url: str | None = Field(
+        default=None, description="redis://… of an external server; unset = embedded server"
+    )
+    state_dir: Path = Path("var/coordinator")
+    embedded_appendfsync: Literal["always", "everysec"] = "always"
+
+    dedupe_window_s: int = Field(default=6 * 3600, ge=60)
+    high_water_mark: int = Field(default=200, ge=1, le=100_000)
+    lease_ttl_s: float = Field(default=30.0, gt=0.5, le=3600)
+    lease_max_wait_s: float = Field(default=30.0, ge=0, le=120)
+    lease_max_jobs: int = Field(default=4, ge=1, le=50)
+    lease_scan_interval_s: float = Field(default=1.0, gt=0, le=60)
+    max_attempts: int = Field(default=5, ge=1, le=100)
+    uncertain_policy: Literal["reprint", "hold"] = "reprint"
+    heartbeat_interval_s: float = Field(default=1.0, gt=0, le=60)
+    pools: dict[str, list[str]] = Field(
+        default_factory=dict, description="pool name -> printer ids; `auto` uses pool default"
+    )
+
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    tokens: list[TokenEntry] = Field(default_factory=list)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = settings_cls.model_config.get("toml_file")
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_path:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names every bad key."""
+
+
+def describe_validation_error(error: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration in {source}:"]
+    for problem in error.errors():
+        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        lines.append(f"  {key}: {problem['msg']}")
+    return "\n".join(lines)
+
+
+def load_coordinator_settings(path: Path | None = None, **overrides: Any) -> CoordinatorSettings:
+    """Read and validate the settings once, at start-up."""
+    if path is not None and not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+
+    class FromFile(CoordinatorSettings):
+        model_config = SettingsConfigDict(toml_file=path)
+
+    try:
+        loaded = FromFile(**overrides)
+    except ValidationError as error:
+        raise ConfigError(describe_validation_error(error, str(path or "environment"))) from None
+    return loaded

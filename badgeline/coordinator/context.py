@@ -1,0 +1,39 @@
+"""What every request handler can reach: settings, store, auth, wake-ups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from badgeline.coordinator.auth import Identity, TokenAuthority
+from badgeline.coordinator.config import CoordinatorSettings, Role
+from badgeline.coordinator.routing import Router
+from badgeline.coordinator.store import JobStore
+from badgeline.coordinator.wakeups import WakeHub
+
+
+@dataclass
+class Coordinator:
+    settings: CoordinatorSettings
+    store: JobStore
+    auth: TokenAuthority
+    wakeups: WakeHub
+    router: Router
+
+
+COORDINATOR = web.AppKey("coordinator", Coordinator)
+
+
+def coordinator_of(request: web.Request) -> Coordinator:
+    return request.app[COORDINATOR]
+
+
+def authenticate(request: web.Request, *roles: Role) -> tuple[Coordinator, Identity]:
+    from badgeline.coordinator.auth import require_role
+
+    coordinator = coordinator_of(request)
+    identity = coordinator.auth.identify(request.headers.get("Authorization"))
+    if roles:
+        require_role(identity, *roles)
+    return coordinator, identity

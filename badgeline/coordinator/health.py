@@ -1,0 +1,17 @@
+"""Turning what an agent's probe saw into a printer verdict."""
+
+from __future__ import annotations
+
+from badgeline.protocol.models import PrinterHealthReport
+from badgeline.protocol.states import PaperLevel, PrinterState
+
+
+def classify_report(report: PrinterHealthReport) -> PrinterState:
+    """One heartbeat's verdict. A jam, an open cover or no paper cannot print at
+    all, so they are dead at once; an unreachable printer or low paper may still
+    recover by itself and is only degraded."""
+    if report.jammed or report.cover_open or report.paper is PaperLevel.OUT:
+        return PrinterState.DEAD
+    if not report.reachable or report.paper is PaperLevel.LOW:
+        return PrinterState.DEGRADED
+    return PrinterState.HEALTHY

@@ -1,0 +1,75 @@
+"""Every Redis key the coordinator uses, built in one place.
+
+All keys of one venue share the hash tag `{venue}` so that every Lua script
+touches a single Redis Cluster slot and runs unchanged on a cluster. Scripts
+that must reach a key they were not handed (a job hash found in a queue)
+rebuild it from `prefix` with the same layout as below: keep the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class VenueKeys:
+    venue: str
+
+    @property
+    def prefix(self) -> str:
+        return f"bl:{{{self.venue}}}:"
+
+    # ---- counters and indexes
+    @property
+    def sequence(self) -> str:
+        """Acceptance counter: FIFO within a priority, never wall-clock fractions."""
+        return self.prefix + "seq"
+
+    @property
+    def printers(self) -> str:
+        """Set of printer ids that have ever heartbeated or been targeted."""
+        return self.prefix + "printers"
+
+    @property
+    def leases(self) -> str:
+        """Sorted set job_id -> lease expiry (ms, Redis clock) of leased, ungranted jobs."""
+        return self.prefix + "leases"
+
+    @property
+    def dead_letters(self) -> str:
+        """Sorted set job_id -> time dead-lettered (ms)."""
+        return self.prefix + "dlq"
+
+    @property
+    def printed_twice(self) -> str:
+        """Set of job ids with more than one physical print reported."""
+        return self.prefix + "printed_twice"
+
+    @property
+    def wake_channel(self) -> str:
+        """Pub/sub channel: a printer id is published when its queue gains work."""
+        return self.prefix + "wake"
+
+    # ---- per job
+    def job(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}"
+
+    def history(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:history"
+
+    def prints(self, job_id: str) -> str:
+        """Set of lease ids whose agent reported a physical print of this job."""
+        return f"{self.prefix}job:{job_id}:prints"
+
+    def idempotency(self, idempotency_key: str) -> str:
+        return f"{self.prefix}idem:{idempotency_key}"
+
+    def attendee(self, attendee_id: str) -> str:
+        return f"{self.prefix}attendee:{attendee_id}"
+
+    # ---- per printer
+    def queue(self, printer_id: str) -> str:
+        return f"{self.prefix}queue:{printer_id}"
+
+    def printer(self, printer_id: str) -> str:
+        return f"{self.prefix}printer:{printer_id}"

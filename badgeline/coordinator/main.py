@@ -1,0 +1,84 @@
+"""`badgeline coordinator`: start Redis if needed, then serve the API."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+
+from aiohttp import web
+from redis.asyncio import Redis
+
+from badgeline.coordinator.app import create_app
+from badgeline.coordinator.config import ConfigError, CoordinatorSettings, load_coordinator_settings
+from badgeline.coordinator.events import configure_logging, log_event
+from badgeline.coordinator.redis_server import EmbeddedRedis, RedisServerError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML settings file (see docs/config.md)")
+    parser.add_argument("--host", help="listen address (overrides listen_host)")
+    parser.add_argument("--port", type=int, help="listen port (overrides listen_port)")
+    parser.add_argument("--state-dir", type=Path, help="where the embedded Redis keeps its AOF")
+    parser.add_argument("--redis-url", help="use this Redis instead of the embedded one")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    pairs = {"listen_host": args.host, "listen_port": args.port, "state_dir": args.state_dir,
+             "redis_url": args.redis_url}  # fmt: skip
+    return {key: value for key, value in pairs.items() if value is not None}
+
+
+async def serve(settings: CoordinatorSettings) -> None:
+    embedded: EmbeddedRedis | None = None
+    redis_url = settings.redis_url
+    if redis_url is None:
+        embedded = EmbeddedRedis(
+            settings.state_dir / "redis", appendfsync=settings.embedded_appendfsync
+        )
+        await asyncio.to_thread(embedded.start)
+        redis_url = embedded.url
+        log_event("embedded_redis_started", url=redis_url, dir=str(embedded.data_dir))
+    redis = Redis.from_url(redis_url, health_check_interval=10)
+    runner = web.AppRunner(create_app(settings, redis), handle_signals=False)
+    try:
+        await runner.setup()
+        site = web.TCPSite(runner, settings.listen_host, settings.listen_port)
+        await site.start()
+        log_event("coordinator_ready", url=f"http://{settings.listen_host}:{settings.listen_port}",
+                  venue=settings.venue)  # fmt: skip
+        await _wait_for_stop_signal()
+        log_event("coordinator_stopping")
+    finally:
+        await runner.cleanup()
+        await redis.aclose()
+        if embedded is not None:
+            await asyncio.to_thread(embedded.stop)
+
+
+async def _wait_for_stop_signal() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = load_coordinator_settings(args.config, **_overrides(args))
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    try:
+        asyncio.run(serve(settings))
+    except RedisServerError as error:
+        print(f"cannot start the embedded Redis server: {error}", file=sys.stderr)
+        return 1
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    return 0

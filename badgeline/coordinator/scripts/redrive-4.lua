@@ -1,0 +1,37 @@
+-- Redrive a dead-lettered job through the same dedupe gate as acceptance.
+--
+-- KEYS[1] job hash  KEYS[2] idempotency key  KEYS[3] dead-letter zset  KEYS[4] acceptance seq
+-- ARGV[1] prefix  ARGV[2] dedupe ttl s  ARGV[3] high water  ARGV[4] actor  ARGV[5] wake channel
+-- Returns {code, detail}: 1 queued, 2 suppressed (key taken by detail job id),
+--   3 still over the high-water mark, -1 not dead-lettered (detail = state), -2 no such job.
+local prefix = ARGV[1]
+local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id')
+local state, printer_id, job_id = f[1], f[2], f[5]
+if not state then
+  return {-2, 'not_found'}
+end
+if state ~= 'dead_lettered' and state ~= 'failed' then
+  return {-1, state}
+end
+local now = now_ms()
+local claimed = redis.call('GET', KEYS[2])
+if claimed and string.sub(claimed, 1, #job_id + 1) ~= job_id .. '|' then
+  local other = string.sub(claimed, 1, string.find(claimed, '|', 1, true) - 1)
+  redis.call('ZREM', KEYS[3], job_id)
+  transition(prefix, job_id, state, 'canceled', ARGV[4],
+    'redrive suppressed: key already accepted as ' .. other, now)
+  return {2, other}
+end
+local depth = redis.call('ZCARD', queue_key(prefix, printer_id))
+if depth >= tonumber(ARGV[3]) then
+  return {3, tostring(depth)}
+end
+local seq = redis.call('INCR', KEYS[4])
+local score = tonumber(f[3]) * 4294967296 + seq
+redis.call('HSET', KEYS[1], 'score', score, 'seq', seq, 'attempts', 0, 'lease_id', '')
+redis.call('HDEL', KEYS[1], 'dead_reason', 'dead_ms')
+redis.call('SET', KEYS[2], job_id .. '|' .. f[4], 'EX', tonumber(ARGV[2]))
+redis.call('ZREM', KEYS[3], job_id)
+transition(prefix, job_id, state, 'queued', ARGV[4], 'redriven from the dead-letter list', now)
+enqueue(prefix, job_id, printer_id, score, ARGV[5])
+return {1, 'queued'}

@@ -1,0 +1,39 @@
+-- Grant the start of a print: the fence that keeps a badge from printing twice.
+--
+-- KEYS[1] job hash  KEYS[2] lease expiry zset
+-- ARGV[1] prefix  ARGV[2] printer_id  ARGV[3] lease_id  ARGV[4] actor
+-- Returns {code, fence_or_reason, idempotency_key, correlation_id}
+--   1 granted now, 2 already granted to this lease (idempotent),
+--   0 refused (reason: lease_revoked | already_printed | canceled), -2 no such job.
+local prefix = ARGV[1]
+local fields = redis.call('HMGET', KEYS[1], 'state', 'lease_id', 'printer_id', 'fence', 'job_id',
+  'idempotency_key', 'correlation_id')
+local state = fields[1]
+if not state then
+  return {-2, 'not_found', '', ''}
+end
+local function reply(code, value)
+  return {code, value, fields[6], fields[7]}
+end
+if state == 'printed' then
+  return reply(0, 'already_printed')
+end
+if state == 'canceled' then
+  return reply(0, 'canceled')
+end
+if fields[2] ~= ARGV[3] or fields[3] ~= ARGV[2] then
+  return reply(0, 'lease_revoked')
+end
+if state == 'printing' then
+  return reply(2, tonumber(fields[4]))
+end
+if state ~= 'leased' then
+  return reply(0, 'lease_revoked')
+end
+local now = now_ms()
+local fence = redis.call('HINCRBY', KEYS[1], 'fence', 1)
+redis.call('HSET', KEYS[1], 'granted_ms', now)
+redis.call('ZREM', KEYS[2], fields[5])
+transition(prefix, fields[5], 'leased', 'printing', ARGV[4],
+  'start granted to ' .. ARGV[3] .. ' fence ' .. fence, now)
+return reply(1, fence)

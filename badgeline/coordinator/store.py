@@ -1,0 +1,287 @@
+"""The Redis store: every job state change is one Lua script call.
+
+This module turns script replies (small integer codes, see each script's header)
+into typed results and `BadgelineError`s, so the HTTP layer never sees Redis.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from redis.asyncio import Redis
+
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.script_loader import LoadedScript, load_scripts
+from badgeline.protocol.errors import BadgelineError, ErrorCode
+from badgeline.protocol.models import AckRequest, HeartbeatRequest, JobView, PrintJob
+from badgeline.protocol.states import JobState
+
+
+def payload_hash(job: PrintJob) -> str:
+    """The dedupe gate compares this: same key + same payload = the same job."""
+    canonical = json.dumps(job.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+
+
+def new_job_id() -> str:
+    return "job_" + secrets.token_hex(8)
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+@dataclass(frozen=True)
+class AcceptOutcome:
+    job_id: str
+    state: JobState
+    printer_id: str
+    position: int
+    duplicate: bool
+    shed: bool
+
+
+@dataclass(frozen=True)
+class JobTrace:
+    """What every log line about a job carries besides its id."""
+
+    idempotency_key: str
+    correlation_id: str
+
+
+@dataclass(frozen=True)
+class StartOutcome:
+    granted: bool
+    trace: JobTrace
+    fence: int | None = None
+    reason: str | None = None
+    repeated: bool = False
+
+
+@dataclass(frozen=True)
+class AckOutcome:
+    state: JobState
+    recorded: bool
+    trace: JobTrace
+
+
+@dataclass(frozen=True)
+class RedriveOutcome:
+    job_id: str
+    outcome: str
+    detail: str | None = None
+
+
+class JobStore:
+    def __init__(self, redis: Redis, settings: CoordinatorSettings) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.keys = VenueKeys(settings.venue)
+        self.scripts: dict[str, LoadedScript] = load_scripts(redis)
+
+    async def _run(self, operation: str, keys: list[str], args: list[Any]) -> Any:
+        return await self.scripts[operation](keys, args)
+
+    # ------------------------------------------------------------------ accept
+
+    async def accept(
+        self,
+        job: PrintJob,
+        *,
+        printer_id: str,
+        correlation_id: str,
+        actor: str,
+        reprint_of: str | None = None,
+    ) -> AcceptOutcome:
+        k = self.keys
+        job_id = new_job_id()
+        reply = await self._run(
+            "accept",
+            [
+                k.idempotency(job.idempotency_key), k.queue(printer_id), k.job(job_id),
+                k.history(job_id), k.sequence, k.attendee(job.attendee_id), k.dead_letters,
+                k.printers,
+            ],
+            [
+                k.prefix, job_id, payload_hash(job), self.settings.dedupe_window_s,
+                self.settings.high_water_mark, job.priority, job.attendee_id, job.badge_pdf_ref,
+                job.printer_target, printer_id, job.idempotency_key, correlation_id, actor,
+                reprint_of or "", k.wake_channel,
+            ],
+        )  # fmt: skip
+        code, found_id = int(reply[0]), _text(reply[1])
+        if code == -1:
+            raise BadgelineError(
+                ErrorCode.IDEMPOTENCY_CONFLICT,
+                f"idempotency_key {job.idempotency_key!r} already names job {found_id} "
+                "with a different payload; use a new key for a different badge",
+                extra={"job_id": found_id},
+            )
+        return AcceptOutcome(
+            job_id=found_id,
+            state=JobState(_text(reply[2])),
+            printer_id=_text(reply[3]),
+            position=int(reply[4]),
+            duplicate=code == 2,
+            shed=code == 3,
+        )
+
+    # ------------------------------------------------------------------ read
+
+    async def get_job(self, job_id: str) -> JobView | None:
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self.keys.job(job_id))
+            pipe.lrange(self.keys.history(job_id), 0, -1)
+            pipe.scard(self.keys.prints(job_id))
+            fields, history, prints = await pipe.execute()
+        if not fields:
+            return None
+        return job_view(fields, history, prints)
+
+    async def jobs_for_attendee(self, attendee_id: str) -> list[JobView]:
+        members = await self.redis.smembers(self.keys.attendee(attendee_id))
+        job_ids = sorted(_text(j) for j in members)
+        views = [await self.get_job(job_id) for job_id in job_ids]
+        return sorted((v for v in views if v), key=lambda v: v.created_at)
+
+    async def correlation_id_of(self, job_id: str) -> str:
+        value = await self.redis.hget(self.keys.job(job_id), "correlation_id")
+        return _text(value) if value is not None else ""
+
+    async def queue_depth(self, printer_id: str) -> int:
+        depth: int = await self.redis.zcard(self.keys.queue(printer_id))
+        return depth
+
+    async def peek_queue(self, printer_id: str, limit: int) -> list[str]:
+        members = await self.redis.zrange(self.keys.queue(printer_id), 0, limit - 1)
+        return [_text(m) for m in members]
+
+    # ------------------------------------------------------------------ agent side
+
+    async def lease(self, printer_id: str, max_jobs: int, actor: str) -> list[dict[str, Any]]:
+        k = self.keys
+        lease_prefix = "lease_" + secrets.token_hex(6)
+        ttl_ms = int(self.settings.lease_ttl_s * 1000)
+        reply = await self._run(
+            "lease",
+            [k.queue(printer_id), k.leases, k.printer(printer_id)],
+            [k.prefix, printer_id, max_jobs, ttl_ms, lease_prefix, actor],
+        )
+        return [json.loads(_text(item)) for item in reply]
+
+    async def grant_start(
+        self, printer_id: str, job_id: str, lease_id: str, actor: str
+    ) -> StartOutcome:
+        reply = await self._run(
+            "start", [self.keys.job(job_id), self.keys.leases],
+            [self.keys.prefix, printer_id, lease_id, actor],
+        )  # fmt: skip
+        code = int(reply[0])
+        if code == -2:
+            raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
+        trace = JobTrace(_text(reply[2]), _text(reply[3]))
+        if code == 0:
+            return StartOutcome(granted=False, trace=trace, reason=_text(reply[1]))
+        return StartOutcome(granted=True, trace=trace, fence=int(reply[1]), repeated=code == 2)
+
+    async def ack(self, printer_id: str, job_id: str, ack: AckRequest, actor: str) -> AckOutcome:
+        k = self.keys
+        reply = await self._run(
+            "ack",
+            [k.job(job_id), k.prints(job_id), k.leases, k.printed_twice, k.dead_letters],
+            [
+                k.prefix, printer_id, ack.lease_id, str(ack.result), ack.error or "",
+                self.settings.max_attempts, actor, k.wake_channel, self.settings.uncertain_policy,
+            ],
+        )  # fmt: skip
+        if int(reply[0]) == -2:
+            raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
+        return AckOutcome(
+            state=JobState(_text(reply[1])),
+            recorded=int(reply[0]) == 1,
+            trace=JobTrace(_text(reply[2]), _text(reply[3])),
+        )
+
+    async def heartbeat(self, printer_id: str, beat: HeartbeatRequest) -> tuple[int, int]:
+        reply = await self._run(
+            "heartbeat",
+            [self.keys.printer(printer_id), self.keys.printers],
+            [
+                printer_id, beat.agent_id, beat.version, beat.health.model_dump_json(),
+                json.dumps(beat.journal), json.dumps(beat.labels),
+            ],
+        )  # fmt: skip
+        return int(reply[0]), int(reply[1])
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def cancel(self, job_id: str, actor: str, reason: str) -> JobState:
+        k = self.keys
+        reply = await self._run(
+            "cancel", [k.job(job_id), k.leases, k.dead_letters], [k.prefix, actor, reason]
+        )
+        code, state = int(reply[0]), _text(reply[1])
+        if code == -2:
+            raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
+        if code == -1:
+            raise BadgelineError(
+                ErrorCode.NOT_CANCELABLE,
+                f"job {job_id} is {state}: only queued or leased jobs can be canceled",
+                extra={"job_id": job_id, "state": state},
+            )
+        return JobState(state)
+
+    async def expire_leases(self, actor: str, limit: int = 500) -> int:
+        k = self.keys
+        returned: int = await self._run(
+            "expire_leases", [k.leases], [k.prefix, limit, k.wake_channel, actor]
+        )
+        return returned
+
+    async def dead_letter_ids(self, limit: int = 1000) -> list[str]:
+        return [_text(m) for m in await self.redis.zrange(self.keys.dead_letters, 0, limit - 1)]
+
+    async def redrive(self, job_id: str, actor: str) -> RedriveOutcome:
+        k = self.keys
+        fields = await self.redis.hmget(k.job(job_id), ["idempotency_key"])
+        if fields[0] is None:
+            return RedriveOutcome(job_id, "not_dead_lettered", "no such job")
+        reply = await self._run(
+            "redrive",
+            [k.job(job_id), k.idempotency(_text(fields[0])), k.dead_letters, k.sequence],
+            [k.prefix, self.settings.dedupe_window_s, self.settings.high_water_mark, actor,
+             k.wake_channel],
+        )  # fmt: skip
+        code, detail = int(reply[0]), _text(reply[1])
+        outcomes = {1: "queued", 2: "suppressed", 3: "still_shed"}
+        return RedriveOutcome(job_id, outcomes.get(code, "not_dead_lettered"), detail)
+
+
+def job_view(fields: dict[Any, Any], history: list[Any], prints: int) -> JobView:
+    f = {_text(key): _text(value) for key, value in fields.items()}
+    entries = [json.loads(_text(raw)) for raw in history]
+    return JobView.model_validate(
+        {
+            "job_id": f["job_id"],
+            "state": f["state"],
+            "attendee_id": f["attendee_id"],
+            "badge_pdf_ref": f["badge_pdf_ref"],
+            "printer_target": f["printer_target"],
+            "printer_id": f["printer_id"],
+            "priority": int(f["priority"]),
+            "idempotency_key": f["idempotency_key"],
+            "attempts": int(f.get("attempts", 0)),
+            "possible_duplicate": f.get("possible_duplicate") == "1",
+            "reprint_of": f.get("reprint_of") or None,
+            "created_at": int(f["created_ms"]) / 1000,
+            "updated_at": int(f.get("updated_ms", f["created_ms"])) / 1000,
+            "last_error": f.get("last_error") or None,
+            "prints": prints,
+            "history": entries,
+        }
+    )

@@ -1,0 +1,106 @@
+"""Wakes long-polling agents the moment their printer's queue gains work.
+
+Scripts that enqueue PUBLISH the printer id on the venue's wake channel; one
+pub/sub connection per coordinator process fans that out to local waiters.
+A wake-up is only a hint: the woken handler runs the atomic lease script, which
+may find nothing because another replica won. If the subscription drops, every
+waiter is woken so that nobody sleeps through work while it reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import Iterator
+
+from redis.asyncio import Redis
+
+from badgeline.coordinator.events import log_event
+
+# Ping an idle subscription now and then so a dead connection is noticed.
+KEEPALIVE_EVERY_IDLE_POLLS = 15
+
+
+class WakeHub:
+    def __init__(self, redis: Redis, channel: str) -> None:
+        self._redis = redis
+        self._channel = channel
+        self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._task: asyncio.Task[None] | None = None
+        self._subscribed = asyncio.Event()
+        self._stopping = False
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._listen_forever(), name="wake-hub")
+        # Waiting here means a lease long-poll started right after start-up
+        # cannot miss a wake-up that arrives before the subscription is live.
+        await asyncio.wait_for(self._subscribed.wait(), timeout=10)
+
+    async def stop(self) -> None:
+        # redis-py can turn a cancellation inside a read into a ConnectionError,
+        # so the loop also checks a flag and never blocks for long.
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(self._task, timeout=5)
+
+    @contextlib.contextmanager
+    def waiter(self, printer_id: str) -> Iterator[asyncio.Event]:
+        """Register before checking for work, so a wake between the check and the wait counts."""
+        event = asyncio.Event()
+        self._waiters[printer_id].add(event)
+        try:
+            yield event
+        finally:
+            self._waiters[printer_id].discard(event)
+            if not self._waiters[printer_id]:
+                del self._waiters[printer_id]
+
+    def wake(self, printer_id: str) -> None:
+        for event in self._waiters.get(printer_id, ()):
+            event.set()
+
+    def wake_everyone(self) -> None:
+        for events in self._waiters.values():
+            for event in events:
+                event.set()
+
+    async def _listen_forever(self) -> None:
+        backoff = 0.1
+        while not self._stopping:
+            try:
+                await self._listen_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the listener must outlive Redis restarts
+                if self._stopping:
+                    return
+                self._subscribed.clear()
+                self.wake_everyone()
+                log_event("wake_channel_lost", logging.WARNING, error=str(error))
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+    async def _listen_once(self) -> None:
+        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(self._channel)
+            self._subscribed.set()
+            self.wake_everyone()
+            idle_polls = 0
+            while not self._stopping:
+                message = await pubsub.get_message(timeout=1.0)
+                if message is None:
+                    idle_polls += 1
+                    if idle_polls % KEEPALIVE_EVERY_IDLE_POLLS == 0:
+                        await pubsub.ping()
+                    continue
+                if message.get("type") != "message":
+                    continue
+                data = message["data"]
+                self.wake(data.decode() if isinstance(data, bytes) else str(data))
+        finally:
+            await pubsub.aclose()

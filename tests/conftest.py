@@ -1,0 +1,67 @@
+"""Fixtures that start real things: a Redis server (the binary the product
+ships), the coordinator app on a real socket, and clean up after themselves."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from badgeline.coordinator.auth import token_digest
+from badgeline.coordinator.config import CoordinatorSettings, TokenEntry
+from badgeline.coordinator.redis_server import EmbeddedRedis
+
+KIOSK_TOKEN = "kiosk-token-for-tests"
+OPERATOR_TOKEN = "operator-token-for-tests"
+TEST_PRINTERS = ("printer-a", "printer-b", "printer-c")
+
+
+def agent_token(printer_id: str) -> str:
+    return f"agent-token-{printer_id}"
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_tokens() -> list[TokenEntry]:
+    entries = [
+        TokenEntry(name="kiosk-1", role="kiosk", sha256=token_digest(KIOSK_TOKEN)),
+        TokenEntry(name="ops", role="operator", sha256=token_digest(OPERATOR_TOKEN)),
+    ]
+    entries += [
+        TokenEntry(name=f"agent-{p}", role="agent", sha256=token_digest(agent_token(p)),
+                   printer_id=p)
+        for p in TEST_PRINTERS
+    ]  # fmt: skip
+    return entries
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    server = EmbeddedRedis(tmp_path_factory.mktemp("redis"), appendfsync="everysec")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def redis(redis_server: EmbeddedRedis) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_server.url)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+def settings(redis_server: EmbeddedRedis, tmp_path: Path) -> CoordinatorSettings:
+    # A venue of its own per test: tests share one server but never each other's keys.
+    return CoordinatorSettings(
+        venue="t" + secrets.token_hex(6),
+        redis_url=redis_server.url,
+        state_dir=tmp_path / "state",
+        tokens=test_tokens(),
+        lease_scan_interval_s=0.1,
+    )

@@ -1,0 +1,34 @@
+"""Small builders shared by tests."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+
+def job_body(printer_target: str = "printer-a", **overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "attendee_id": "att_" + secrets.token_hex(4),
+        "badge_pdf_ref": "https://badges.example/att.pdf",
+        "printer_target": printer_target,
+        "priority": 100,
+        "idempotency_key": "scan-" + secrets.token_hex(8),
+    }
+    body.update(overrides)
+    return body
+
+
+async def wait_for(
+    condition: Callable[[], Awaitable[Any]], timeout_s: float = 10.0, interval_s: float = 0.02
+) -> Any:
+    """Poll an async condition until it is truthy; fail loudly on timeout."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        result = await condition()
+        if result:
+            return result
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not met within {timeout_s}s (last: {result!r})")
+        await asyncio.sleep(interval_s)
