@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 from redis.asyncio import Redis
 
-from badgeline.coordinator import api_agent, api_kiosk, api_ops
+from badgeline.coordinator import api_agent, api_kiosk, api_ops, artifacts
 from badgeline.coordinator.auth import TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR, Coordinator
@@ -54,6 +54,7 @@ def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
     app.add_routes(api_kiosk.routes)
     app.add_routes(api_agent.routes)
     app.add_routes(api_ops.routes)
+    app.add_routes(artifacts.routes)
     app.cleanup_ctx.append(_background)
     return app
 

@@ -69,6 +69,8 @@ class CoordinatorSettings(BaseSettings):
         default_factory=dict, description="pool name -> printer ids; `auto` uses pool default"
     )
 
+    artifact_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    artifact_ttl_s: int = Field(default=24 * 3600, ge=60)
     max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
     tokens: list[TokenEntry] = Field(default_factory=list)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

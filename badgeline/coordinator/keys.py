@@ -61,6 +61,10 @@ class VenueKeys:
         """Set of lease ids whose agent reported a physical print of this job."""
         return f"{self.prefix}job:{job_id}:prints"
 
+    def artifact(self, sha256: str) -> str:
+        """A badge PDF uploaded by a kiosk, content-addressed."""
+        return f"{self.prefix}artifact:{sha256}"
+
     def idempotency(self, idempotency_key: str) -> str:
         return f"{self.prefix}idem:{idempotency_key}"
 

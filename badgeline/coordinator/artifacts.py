@@ -1,0 +1,83 @@
+"""The artifact store: badge PDFs uploaded by kiosks, fetched by agents.
+
+Content-addressed by SHA-256, so an upload is idempotent and an agent can
+check that what it fetched is what the kiosk rendered. Bodies are read as a
+stream with their own size limit (the JSON routes' limit is much smaller).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from aiohttp import web
+
+from badgeline.coordinator.context import authenticate
+from badgeline.coordinator.events import log_event
+from badgeline.coordinator.http import json_response
+from badgeline.protocol.errors import BadgelineError, ErrorCode
+
+routes = web.RouteTableDef()
+
+_NAME = re.compile(r"^([0-9a-f]{64})\.pdf$")
+PDF_MAGIC = b"%PDF-"
+
+
+def _sha256_of(request: web.Request) -> str:
+    match = _NAME.match(request.match_info["name"])
+    if match is None:
+        raise BadgelineError(
+            ErrorCode.NOT_FOUND, "artifacts are named <sha256 of the file, 64 hex digits>.pdf"
+        )
+    return match.group(1)
+
+
+async def _read_limited(request: web.Request, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > limit:
+            raise BadgelineError(
+                ErrorCode.BODY_TOO_LARGE, f"badge PDFs are limited to {limit} bytes"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@routes.put("/v1/artifacts/{name}")
+async def put_artifact(request: web.Request) -> web.Response:
+    coordinator, identity = authenticate(request, "kiosk", "operator")
+    sha256 = _sha256_of(request)
+    body = await _read_limited(request, coordinator.settings.artifact_max_bytes)
+    if not body.startswith(PDF_MAGIC):
+        raise BadgelineError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, "the body is not a PDF file")
+    if hashlib.sha256(body).hexdigest() != sha256:
+        raise BadgelineError(
+            ErrorCode.VALIDATION_FAILED,
+            "the body's SHA-256 does not match the name; name the file by its own hash",
+        )
+    key = coordinator.store.keys.artifact(sha256)
+    created = await coordinator.store.redis.set(
+        key, body, ex=coordinator.settings.artifact_ttl_s, nx=True
+    )
+    if not created:
+        await coordinator.store.redis.expire(key, coordinator.settings.artifact_ttl_s)
+    log_event("artifact_stored", sha256=sha256, size=len(body), actor=identity.actor,
+              new=bool(created))  # fmt: skip
+    return json_response(
+        {"ref": f"artifact://{sha256}.pdf", "sha256": sha256, "size": len(body)},
+        status=201 if created else 200,
+    )
+
+
+@routes.get("/v1/artifacts/{name}")
+async def get_artifact(request: web.Request) -> web.Response:
+    coordinator, _ = authenticate(request, "agent", "kiosk", "operator")
+    sha256 = _sha256_of(request)
+    body = await coordinator.store.redis.get(coordinator.store.keys.artifact(sha256))
+    if body is None:
+        raise BadgelineError(
+            ErrorCode.NOT_FOUND, f"no artifact {sha256}.pdf (expired or never uploaded)"
+        )
+    return web.Response(body=body, content_type="application/pdf")
