@@ -1,0 +1,241 @@
+"""A whole venue on one machine, as real processes: the coordinator with its
+embedded Redis, printer emulators and agents. The demo runs one; end-to-end
+tests and benchmarks use the same class so they exercise what people run."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from badgeline.coordinator.auth import token_digest
+from badgeline.coordinator.redis_server import free_port
+
+DEFAULT_PRINTERS = ("printer-a", "printer-b", "printer-c")
+
+
+@dataclass
+class ManagedProcess:
+    name: str
+    command: list[str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        log.close()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        if not self.running:
+            return
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def kill(self) -> None:
+        if self.running:
+            assert self.process is not None
+            self.process.kill()
+            self.process.wait()
+
+
+@dataclass
+class PrinterSlot:
+    printer_id: str
+    port: int
+    control_port: int
+    status_port: int
+    token: str
+
+
+@dataclass
+class LocalVenue:
+    root: Path
+    printer_ids: tuple[str, ...] = DEFAULT_PRINTERS
+    coordinator_port: int = 0
+    extra_coordinator_config: dict[str, Any] = field(default_factory=dict)
+    kiosk_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    operator_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    processes: dict[str, ManagedProcess] = field(default_factory=dict)
+    printers: dict[str, PrinterSlot] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.root = self.root.resolve()
+        self.coordinator_port = self.coordinator_port or free_port()
+        for printer_id in self.printer_ids:
+            self.printers[printer_id] = PrinterSlot(
+                printer_id, free_port(), free_port(), free_port(), secrets.token_urlsafe(24)
+            )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.coordinator_port}"
+
+    @property
+    def badges_dir(self) -> Path:
+        return self.root / "badges"
+
+    # ------------------------------------------------------------ config files
+
+    def _toml(self, values: dict[str, Any]) -> str:
+        lines = []
+        tables = []
+        for key, value in values.items():
+            if isinstance(value, dict):
+                tables.append(f"\n[{key}]\n" + "\n".join(
+                    f"{k} = {json.dumps(v)}" for k, v in value.items()))  # fmt: skip
+            elif isinstance(value, list) and value and isinstance(value[0], dict):
+                for entry in value:
+                    tables.append(f"\n[[{key}]]\n" + "\n".join(
+                        f"{k} = {json.dumps(v)}" for k, v in entry.items()))  # fmt: skip
+            else:
+                lines.append(f"{key} = {json.dumps(value)}")
+        return "\n".join(lines) + "\n" + "\n".join(tables) + "\n"
+
+    def write_coordinator_config(self) -> Path:
+        tokens = [
+            {"name": "demo-kiosk", "role": "kiosk", "sha256": token_digest(self.kiosk_token)},
+            {"name": "demo-operator", "role": "operator",
+             "sha256": token_digest(self.operator_token)},
+        ] + [
+            {"name": f"agent-{slot.printer_id}", "role": "agent",
+             "printer_id": slot.printer_id, "sha256": token_digest(slot.token)}
+            for slot in self.printers.values()
+        ]  # fmt: skip
+        config: dict[str, Any] = {
+            "listen_port": self.coordinator_port,
+            "state_dir": str(self.root / "coordinator"),
+            **self.extra_coordinator_config,
+            "tokens": tokens,
+        }
+        path = self.root / "coordinator.toml"
+        path.write_text(self._toml(config))
+        return path
+
+    def write_agent_config(self, slot: PrinterSlot) -> Path:
+        config: dict[str, Any] = {
+            "printer_id": slot.printer_id,
+            "coordinator_url": self.url,
+            "token": slot.token,
+            "state_dir": str(self.root / "agents" / slot.printer_id),
+            "status_port": slot.status_port,
+            "printer": {"kind": "emulator", "host": "127.0.0.1", "port": slot.port},
+        }
+        path = self.root / f"agent-{slot.printer_id}.toml"
+        path.write_text(self._toml(config))
+        return path
+
+    # ------------------------------------------------------------ processes
+
+    def _badgeline(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "badgeline.cli", *args]
+
+    def _add(self, name: str, command: list[str]) -> ManagedProcess:
+        managed = ManagedProcess(name, command, self.root / "logs" / f"{name}.log")
+        self.processes[name] = managed
+        managed.start()
+        return managed
+
+    def start_coordinator(self) -> None:
+        self._add("coordinator", self._badgeline(
+            "coordinator", "--config", str(self.write_coordinator_config())))  # fmt: skip
+        wait_until(lambda: http_ok(self.url + "/healthz"), 30, "the coordinator to answer")
+
+    def start_emulator(self, printer_id: str) -> None:
+        slot = self.printers[printer_id]
+        self._add(f"emulator-{printer_id}", self._badgeline(
+            "emulator", "--port", str(slot.port), "--control-port", str(slot.control_port),
+            "--out", str(self.badges_dir / printer_id)))  # fmt: skip
+        wait_until(lambda: http_ok(self.emulator_url(printer_id) + "/status"), 20,
+                   f"emulator {printer_id}")  # fmt: skip
+
+    def start_agent(self, printer_id: str) -> ManagedProcess:
+        slot = self.printers[printer_id]
+        return self._add(f"agent-{printer_id}", self._badgeline(
+            "agent", "--config", str(self.write_agent_config(slot))))  # fmt: skip
+
+    def start(self) -> None:
+        (self.root / "logs").mkdir(parents=True, exist_ok=True)
+        self.start_coordinator()
+        for printer_id in self.printer_ids:
+            self.start_emulator(printer_id)
+        for printer_id in self.printer_ids:
+            self.start_agent(printer_id)
+
+    def stop(self) -> None:
+        # Agents first, so they do not spend their last seconds retrying a dead coordinator.
+        for name in sorted(self.processes, key=lambda n: (not n.startswith("agent"), n)):
+            self.processes[name].stop()
+
+    def emulator_url(self, printer_id: str) -> str:
+        return f"http://127.0.0.1:{self.printers[printer_id].control_port}"
+
+    def printed_rows(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for printer_id in self.printer_ids:
+            for row in http_json("GET", self.emulator_url(printer_id) + "/printed"):
+                rows.append({**row, "printer_id": printer_id})
+        return rows
+
+    # ------------------------------------------------------------ API helpers
+
+    def api(self, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
+        return http_json(method, self.url + path, body, token or self.operator_token)
+
+
+def http_json(method: str, url: str, body: Any = None, token: str | None = None) -> Any:
+    data = body if body is None or isinstance(body, bytes) else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    if body is not None and not isinstance(body, bytes):
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        payload = error.read()
+        raise HttpStatusError(error.code, json.loads(payload) if payload else None) from None
+
+
+class HttpStatusError(Exception):
+    def __init__(self, status: int, body: Any) -> None:
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
+        self.body = body
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def wait_until(condition: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}")
+
