@@ -1,0 +1,139 @@
+"""Agents finding the coordinator by mDNS, and following it when it moves."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+
+import pytest
+
+from badgeline.discovery import (
+    CoordinatorFollower,
+    CoordinatorLocation,
+    CoordinatorNotFound,
+    find_coordinator,
+)
+from tests.field.conftest import FAST, LOOPBACK, PeerFactory, unique
+from tests.helpers import wait_for
+
+
+async def test_find_coordinator_returns_the_advertised_api(mdns_peer: PeerFactory) -> None:
+    # GIVEN a coordinator advertising its venue from another process
+    venue = unique("hall")
+    await mdns_peer("advertise-coordinator", "--venue", venue, "--port", "18420")
+    # WHEN an agent with no URL configured looks for it
+    location = await find_coordinator(10, venue=venue, interfaces=LOOPBACK, timing=FAST)
+    # THEN it gets the coordinator's address, port and API path
+    assert (location.address, location.port, location.venue) == ("127.0.0.1", 18420, venue)
+    assert location.api_url == "http://127.0.0.1:18420/v1"
+    assert location.version == "0.1.0"
+
+
+async def test_find_coordinator_gives_up_after_its_timeout() -> None:
+    # GIVEN no coordinator for this venue anywhere
+    venue = unique("nowhere")
+    # WHEN an agent looks for one THEN it fails with a message naming the venue
+    with pytest.raises(CoordinatorNotFound, match=venue):
+        await find_coordinator(1.5, venue=venue, interfaces=LOOPBACK, timing=FAST)
+
+
+async def test_a_coordinator_of_another_venue_is_ignored(mdns_peer: PeerFactory) -> None:
+    # GIVEN two coordinators on one network (two halls)
+    ours, theirs = unique("ours"), unique("theirs")
+    await mdns_peer("advertise-coordinator", "--venue", theirs, "--port", "18430")
+    await mdns_peer("advertise-coordinator", "--venue", ours, "--port", "18431")
+    # WHEN an agent of our venue looks THEN it finds ours only
+    location = await find_coordinator(10, venue=ours, interfaces=LOOPBACK, timing=FAST)
+    assert (location.venue, location.port) == (ours, 18431)
+
+
+async def test_the_follower_follows_a_coordinator_that_changes_address(
+    mdns_peer: PeerFactory,
+) -> None:
+    # GIVEN an agent following a coordinator at 127.0.0.1:18440
+    venue = unique("hall")
+    peer = await mdns_peer("advertise-coordinator", "--venue", venue, "--port", "18440")
+    changes: list[CoordinatorLocation] = []
+    async with CoordinatorFollower(
+        venue=venue, interfaces=LOOPBACK, timing=FAST, on_change=changes.append
+    ) as follower:
+        first = await follower.wait_for_location(10)
+        assert first.base_url == "http://127.0.0.1:18440"
+        # WHEN the coordinator's laptop gets a new lease and re-announces
+        await peer.move("127.0.0.7", 18441)
+        # THEN the agent switches to the new address without a restart
+        moved = await follower.wait_for_location(10, other_than=first)
+        assert moved.base_url == "http://127.0.0.7:18441"
+        assert [c.base_url for c in changes] == [first.base_url, moved.base_url]
+        assert follower.present
+
+
+async def test_the_follower_follows_a_coordinator_replaced_by_another_host(
+    mdns_peer: PeerFactory,
+) -> None:
+    # GIVEN an agent following a coordinator
+    venue = unique("hall")
+    old = await mdns_peer("advertise-coordinator", "--venue", venue, "--port", "18450")
+    async with CoordinatorFollower(venue=venue, interfaces=LOOPBACK, timing=FAST) as follower:
+        first = await follower.wait_for_location(10)
+        # WHEN it shuts down cleanly and the spare laptop takes over elsewhere
+        await old.say_goodbye()
+        await mdns_peer(
+            "advertise-coordinator", "--venue", venue, "--port", "18451",
+            "--address", "127.0.0.8",
+        )  # fmt: skip
+        # THEN the agent follows the spare
+        spare = await follower.wait_for_location(10, other_than=first)
+        assert spare.base_url == "http://127.0.0.8:18451"
+        assert follower.present
+
+
+async def test_after_a_goodbye_the_last_address_is_kept_but_marked_absent(
+    mdns_peer: PeerFactory,
+) -> None:
+    # GIVEN an agent following a coordinator
+    venue = unique("hall")
+    peer = await mdns_peer("advertise-coordinator", "--venue", venue, "--port", "18460")
+    async with CoordinatorFollower(venue=venue, interfaces=LOOPBACK, timing=FAST) as follower:
+        first = await follower.wait_for_location(10)
+        # WHEN the coordinator says goodbye (most likely a restart)
+        await peer.say_goodbye()
+
+        async def absent() -> bool:
+            return not follower.present
+
+        await wait_for(absent, timeout_s=5)
+        # THEN the agent keeps the last address to retry against
+        assert follower.location == first
+
+
+async def test_an_independent_dns_implementation_reads_the_agent_advert(
+    mdns_peer: PeerFactory,
+) -> None:
+    """dig (ISC BIND) sends a legacy unicast mDNS query (RFC 6762 §6.7) and decodes the answer.
+
+    Avahi's browser needs a running avahi-daemon and D-Bus, which CI does not have.
+    """
+    dig = shutil.which("dig")
+    assert dig, "dig is missing: apt-get install -y bind9-dnsutils"
+    # GIVEN an agent advertising from its own process
+    printer_id = unique("printer-")
+    await mdns_peer("advertise-agent", "--printer-id", printer_id, "--status-port", "18470")
+    # WHEN dig asks the mDNS port for badgeline agents
+    process = await asyncio.create_subprocess_exec(
+        dig, "@127.0.0.1", "-p", "5353", "+time=3", "+tries=2", "+noall", "+answer",
+        "+additional", "_badgeline-agent._tcp.local", "PTR", stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    stdout, _ = await asyncio.wait_for(process.communicate(), 20)
+    assert process.returncode == 0
+    # THEN it reads the PTR, SRV, TXT and A records we documented
+    records = {" ".join(line.split()) for line in stdout.decode().splitlines()}
+    instance = f"{printer_id}._badgeline-agent._tcp.local."
+    host = f"badgeline-agent-{printer_id}.local."
+    assert f"_badgeline-agent._tcp.local. 4500 IN PTR {instance}" in records
+    assert f"{instance} 120 IN SRV 0 0 18470 {host}" in records
+    assert f"{host} 120 IN A 127.0.0.1" in records
+    assert (
+        f'{instance} 4500 IN TXT "printer_id={printer_id}" "model=unknown" '
+        '"version=0.1.0" "status_port=18470"'
+    ) in records
