@@ -18,7 +18,7 @@ from badgeline.coordinator.auth import require_printer
 from badgeline.coordinator.context import Coordinator, authenticate
 from badgeline.coordinator.events import job_event, log_event
 from badgeline.coordinator.health import classify_report
-from badgeline.coordinator.http import json_response, query_model, read_model
+from badgeline.coordinator.http import job_id_param, json_response, query_model, read_model
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id
 from badgeline.protocol.models import (
@@ -99,8 +99,8 @@ async def lease(request: web.Request) -> web.Response:
 @routes.post("/v1/agents/{printer_id}/jobs/{job_id}/start")
 async def start(request: web.Request) -> web.Response:
     coordinator, printer_id, actor = _agent(request)
+    job_id = job_id_param(request)
     body = await read_model(request, StartRequest)
-    job_id = request.match_info["job_id"]
     outcome = await coordinator.store.grant_start(printer_id, job_id, body.lease_id, actor)
     trace: dict[str, Any] = {
         "job_id": job_id, "printer_id": printer_id, "lease_id": body.lease_id,
@@ -122,8 +122,8 @@ async def start(request: web.Request) -> web.Response:
 @routes.post("/v1/agents/{printer_id}/jobs/{job_id}/ack")
 async def ack(request: web.Request) -> web.Response:
     coordinator, printer_id, actor = _agent(request)
+    job_id = job_id_param(request)
     body = await read_model(request, AckRequest)
-    job_id = request.match_info["job_id"]
     outcome = await coordinator.store.ack(printer_id, job_id, body, actor)
     if outcome.recorded:
         level = logging.INFO if body.result == "printed" else logging.WARNING

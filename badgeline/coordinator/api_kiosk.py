@@ -10,7 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.context import authenticate
 from badgeline.coordinator.events import job_event, log_event
-from badgeline.coordinator.http import correlation_id, json_response, query_model, read_model
+from badgeline.coordinator.http import (
+    correlation_id,
+    job_id_param,
+    json_response,
+    query_model,
+    read_model,
+)
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import ATTENDEE_ID_PATTERN
 from badgeline.protocol.models import CancelResult, JobList, PrintJob, SubmitAccepted
@@ -64,7 +70,7 @@ async def submit_job(request: web.Request) -> web.Response:
 @routes.get("/v1/jobs/{job_id}")
 async def get_job(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "kiosk", "operator")
-    job_id = request.match_info["job_id"]
+    job_id = job_id_param(request)
     view = await coordinator.store.get_job(job_id)
     if view is None:
         raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
@@ -82,7 +88,7 @@ async def list_jobs(request: web.Request) -> web.Response:
 @routes.post("/v1/jobs/{job_id}/cancel")
 async def cancel_job(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "kiosk", "operator")
-    job_id = request.match_info["job_id"]
+    job_id = job_id_param(request)
     state = await coordinator.store.cancel(job_id, identity.actor, "canceled by " + identity.actor)
     view = await coordinator.store.get_job(job_id)
     if view is not None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
+from badgeline.protocol.ids import is_job_id
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -38,6 +39,14 @@ _HTTP_CODES = {
 
 def correlation_id(request: web.Request) -> str:
     return request[CORRELATION_ID]
+
+
+def job_id_param(request: web.Request) -> str:
+    """The `{job_id}` of the path; anything not shaped like a job id is no job."""
+    job_id = request.match_info["job_id"]
+    if not is_job_id(job_id):
+        raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id[:80]!r}")
+    return job_id
 
 
 def json_response(

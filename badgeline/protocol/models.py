@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from badgeline.protocol.ids import (
     ATTENDEE_ID_PATTERN,
     IDEMPOTENCY_KEY_PATTERN,
+    JOB_ID_PATTERN,
     PRINTER_ID_PATTERN,
     PRINTER_TARGET_PATTERN,
 )
@@ -23,6 +24,7 @@ PDF_REF_SCHEMES = ("https", "http", "file", "artifact")
 MAX_ERROR_TEXT = 500
 
 PrinterId = Annotated[str, Field(pattern=PRINTER_ID_PATTERN)]
+JobId = Annotated[str, Field(pattern=JOB_ID_PATTERN)]
 
 
 class StrictModel(BaseModel):
@@ -179,7 +181,7 @@ class AckResponse(ResponseModel):
 
 
 class RedriveRequest(StrictModel):
-    ids: list[str] | None = Field(default=None, max_length=1000)
+    ids: list[JobId] | None = Field(default=None, max_length=1000)
 
 
 class RedriveOutcome(ResponseModel):
