@@ -42,7 +42,10 @@ class TokenAuthority:
             raise BadgelineError(
                 ErrorCode.UNAUTHORIZED, "send an Authorization: Bearer <token> header"
             )
-        presented = hashlib.sha256(authorization.removeprefix("Bearer ").encode("utf-8")).digest()
+        # aiohttp decodes header bytes that are not UTF-8 with surrogateescape;
+        # hash the original bytes so such a token is unknown (401), not a 500.
+        token = authorization.removeprefix("Bearer ").encode("utf-8", "surrogateescape")
+        presented = hashlib.sha256(token).digest()
         match: TokenEntry | None = None
         for digest, entry in self._entries:
             # No early exit: every digest is compared on every request.
