@@ -59,6 +59,10 @@ class WakeHub:
             if not self._waiters[printer_id]:
                 del self._waiters[printer_id]
 
+    def waiting(self, printer_id: str) -> int:
+        """How many long-polls are parked on this printer right now (tests, metrics)."""
+        return len(self._waiters.get(printer_id, ()))
+
     def wake(self, printer_id: str) -> None:
         for event in self._waiters.get(printer_id, ()):
             event.set()

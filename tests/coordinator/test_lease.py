@@ -1,0 +1,167 @@
+"""Leases and start grants (invariant 5): the long-poll, lease expiry, and the
+start fence that is granted only to the current lease holder."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp.test_utils import TestClient
+
+from badgeline.coordinator.context import COORDINATOR
+from tests.coordinator import flows
+from tests.coordinator.conftest import MakeClient
+from tests.helpers import wait_for
+
+Client = TestClient[Any, Any]
+
+
+async def _state(client: Client, job_id: str) -> str:
+    state: str = (await flows.get_job(client, job_id))["state"]
+    return state
+
+
+async def test_a_waiting_long_poll_wakes_when_a_job_is_enqueued(client: Client) -> None:
+    hub = client.app[COORDINATOR].wakeups
+    # GIVEN an agent parked in a long-poll on an empty queue
+    poll = asyncio.create_task(flows.lease(client, wait=10))
+    await wait_for(lambda: _true(hub.waiting("printer-a") == 1), timeout_s=5)
+    # WHEN a kiosk submits a job for that printer
+    created = await flows.submit(client)
+    # THEN the long-poll returns with that job well before its 10 s wait is over
+    done, _ = await asyncio.wait({poll}, timeout=5)
+    assert poll in done, "the long-poll was not woken by the enqueue"
+    jobs = poll.result()
+    assert [job["job_id"] for job in jobs] == [created["job_id"]]
+    assert jobs[0]["job"]["idempotency_key"] and jobs[0]["lease_ttl_s"] > 0
+
+
+async def test_a_wake_for_another_printer_does_not_end_the_poll(client: Client) -> None:
+    hub = client.app[COORDINATOR].wakeups
+    poll = asyncio.create_task(flows.lease(client, "printer-a", wait=1))
+    await wait_for(lambda: _true(hub.waiting("printer-a") == 1), timeout_s=5)
+    await flows.submit(client, printer_target="printer-b")
+    # THEN printer-a's poll runs out empty and printer-b's job is still queued for printer-b
+    assert await poll == []
+    assert len(await flows.queue_ids(client, "printer-b")) == 1
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_a_long_poll_with_nothing_to_do_returns_no_jobs(client: Client) -> None:
+    assert await flows.lease(client, wait=0.2) == []
+    assert await flows.lease(client, wait=0) == []
+
+
+async def test_lease_query_is_validated(client: Client) -> None:
+    for query in ("wait=-1", "wait=abc", "wait=nan", "wait=inf", "max=0", "max=1.5", "x=1"):
+        response = await client.post(f"/v1/agents/printer-a/lease?{query}", headers=flows.agent())
+        flows.assert_error_shape(await flows.expect(response, 422), "validation_failed")
+
+
+async def test_an_expired_lease_returns_ungranted_jobs_to_the_head_of_the_queue(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client(lease_ttl_s=1.0, lease_scan_interval_s=0.1)
+    # GIVEN two jobs leased together; only the first is granted a start
+    granted_id = (await flows.submit(client, priority=10))["job_id"]
+    ungranted_id = (await flows.submit(client, priority=10))["job_id"]
+    leased = {job["job_id"]: job for job in await flows.lease(client, max_jobs=2)}
+    assert set(leased) == {granted_id, ungranted_id}
+    await flows.start(client, granted_id, leased[granted_id]["lease_id"])
+    # AND a job of the same priority that arrived after them is waiting
+    later_id = (await flows.submit(client, priority=10))["job_id"]
+    # WHEN the lease runs out
+    await wait_for(lambda: _is(client, ungranted_id, "queued"), timeout_s=10)
+    # THEN the ungranted job is back at the head of the queue, ahead of the later one
+    assert await flows.queue_ids(client) == [ungranted_id, later_id]
+    job = await flows.get_job(client, ungranted_id)
+    assert job["history"][-1]["from"] == "leased" and "expired" in job["history"][-1]["reason"]
+    # AND the granted job stays printing past its lease time
+    assert await _state(client, granted_id) == "printing"
+    # AND the old lease can no longer start the returned job
+    refused = await flows.start(client, ungranted_id, leased[ungranted_id]["lease_id"],
+                                status=409)  # fmt: skip
+    assert refused["granted"] is False and refused["reason"] == "lease_revoked"
+    # AND the printing job's ack still lands
+    await flows.ack(client, granted_id, leased[granted_id]["lease_id"])
+    assert await _state(client, granted_id) == "printed"
+
+
+async def _is(client: Client, job_id: str, state: str) -> bool:
+    return await _state(client, job_id) == state
+
+
+async def test_start_is_idempotent_for_the_same_lease(client: Client) -> None:
+    job_id = (await flows.submit(client))["job_id"]
+    leased = await flows.lease_one(client)
+    first = await flows.start(client, job_id, leased["lease_id"])
+    second = await flows.start(client, job_id, leased["lease_id"])
+    assert first == second == {"granted": True, "fence": 1, "reason": None}
+    history = (await flows.get_job(client, job_id))["history"]
+    assert [entry["to"] for entry in history] == ["queued", "leased", "printing"]
+
+
+async def test_start_is_refused_for_a_printed_job(client: Client) -> None:
+    job_id = (await flows.submit(client))["job_id"]
+    leased = await flows.lease_one(client)
+    await flows.start(client, job_id, leased["lease_id"])
+    await flows.ack(client, job_id, leased["lease_id"])
+    refused = await flows.start(client, job_id, leased["lease_id"], status=409)
+    flows.assert_error_shape(refused, "start_refused")
+    assert refused["granted"] is False and refused["reason"] == "already_printed"
+
+
+async def test_start_is_refused_for_a_canceled_job(client: Client) -> None:
+    job_id = (await flows.submit(client))["job_id"]
+    leased = await flows.lease_one(client)
+    await flows.cancel(client, job_id)
+    refused = await flows.start(client, job_id, leased["lease_id"], status=409)
+    assert refused["granted"] is False and refused["reason"] == "canceled"
+
+
+async def test_start_is_refused_for_a_revoked_lease(client: Client) -> None:
+    # GIVEN a job whose first lease failed it back to the queue and which was leased again
+    job_id = (await flows.submit(client))["job_id"]
+    old = await flows.lease_one(client)
+    await flows.ack(client, job_id, old["lease_id"], result="failed", error="paper jam")
+    # (the retry backoff is a few ms in tests; the long-poll wakes when it is over)
+    [new] = await flows.lease(client, wait=10)
+    # WHEN the holder of the old lease asks to start
+    refused = await flows.start(client, job_id, old["lease_id"], status=409)
+    # THEN it is refused, and the current holder still gets the grant
+    assert refused["reason"] == "lease_revoked"
+    assert (await flows.start(client, job_id, new["lease_id"]))["granted"] is True
+
+
+async def test_start_with_another_printers_token_is_forbidden(client: Client) -> None:
+    job_id = (await flows.submit(client))["job_id"]
+    leased = await flows.lease_one(client)
+    path = f"/v1/agents/printer-a/jobs/{job_id}/start"
+    # WHEN printer-b's agent asks to start printer-a's job on printer-a's path: 403
+    response = await client.post(path, json={"lease_id": leased["lease_id"]},
+                                 headers=flows.agent("printer-b"))  # fmt: skip
+    flows.assert_error_shape(await flows.expect(response, 403), "forbidden")
+    # AND on its own path, with printer-a's lease id: refused
+    refused = await flows.start(client, job_id, leased["lease_id"], printer_id="printer-b",
+                                status=409)  # fmt: skip
+    assert refused["reason"] == "lease_revoked"
+    # AND the job is still leased to printer-a, which can start it
+    assert await _state(client, job_id) == "leased"
+    assert (await flows.start(client, job_id, leased["lease_id"]))["granted"] is True
+
+
+async def test_start_of_an_unknown_job_is_a_404(client: Client) -> None:
+    response = await client.post("/v1/agents/printer-a/jobs/job_0123456789abcdef/start",
+                                 json={"lease_id": "lease_x-1"}, headers=flows.agent())  # fmt: skip
+    flows.assert_error_shape(await flows.expect(response, 404), "not_found")
+
+
+async def test_a_lease_takes_at_most_max_jobs_from_the_head(client: Client) -> None:
+    ids = [(await flows.submit(client))["job_id"] for _ in range(3)]
+    first = await flows.lease(client, max_jobs=2)
+    assert [job["job_id"] for job in first] == ids[:2]
+    assert len({job["lease_id"] for job in first}) == 2
+    assert await flows.queue_ids(client) == ids[2:]
