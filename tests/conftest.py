@@ -64,4 +64,5 @@ def settings(redis_server: EmbeddedRedis, tmp_path: Path) -> CoordinatorSettings
         state_dir=tmp_path / "state",
         tokens=test_tokens(),
         lease_scan_interval_s=0.1,
+        retry_backoff_unit_s=0.01,
     )

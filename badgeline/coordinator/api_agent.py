@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from badgeline.coordinator.auth import require_printer
 from badgeline.coordinator.context import Coordinator, authenticate
 from badgeline.coordinator.events import job_event, log_event
-from badgeline.coordinator.health import classify_report
 from badgeline.coordinator.http import job_id_param, json_response, query_model, read_model
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id
@@ -54,11 +53,16 @@ def _agent(request: web.Request) -> tuple[Coordinator, str, str]:
 async def heartbeat(request: web.Request) -> web.Response:
     coordinator, printer_id, _ = _agent(request)
     beat = await read_model(request, HeartbeatRequest)
-    now_ms, paused_until_ms = await coordinator.store.heartbeat(printer_id, beat)
+    outcome = await coordinator.store.heartbeat(printer_id, beat)
+    if outcome.changed:
+        log_event("printer_state_changed", logging.WARNING, printer_id=printer_id,
+                  previous=outcome.previous_state, state=str(outcome.state),
+                  health=beat.health.model_dump(mode="json"))  # fmt: skip
+        coordinator.monitor_wakeup.set()
     return json_response(
         HeartbeatResponse(
-            state=classify_report(beat.health),
-            paused=paused_until_ms > now_ms,
+            state=outcome.state,
+            paused=outcome.paused,
             heartbeat_interval_s=coordinator.settings.heartbeat_interval_s,
         )
     )

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 
 from aiohttp import web
 from redis.asyncio import Redis
 
-from badgeline.coordinator import api_agent, api_kiosk, api_ops, artifacts
+from badgeline.coordinator import api_agent, api_kiosk, api_ops, api_printers, artifacts
 from badgeline.coordinator.auth import TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR, Coordinator
+from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.http import correlation_middleware, error_middleware, json_response
-from badgeline.coordinator.lease_scanner import scan_leases_forever
+from badgeline.coordinator.lease_scanner import expire_leases_once
 from badgeline.coordinator.openapi import build_openapi
 from badgeline.coordinator.routing import Router
 from badgeline.coordinator.store import JobStore
+from badgeline.coordinator.upkeep import UpkeepLoop
 from badgeline.coordinator.wakeups import WakeHub
 
-BACKGROUND_TASKS = web.AppKey("background_tasks", list[asyncio.Task[None]])
+UPKEEP_LOOPS = web.AppKey("upkeep_loops", list[UpkeepLoop])
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -48,6 +48,7 @@ def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
         auth=TokenAuthority(settings.tokens),
         wakeups=WakeHub(redis, store.keys.wake_channel),
         router=Router(redis, settings),
+        failover=FailoverController(store, settings),
     )
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/openapi.json", openapi)
@@ -55,22 +56,25 @@ def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
     app.add_routes(api_agent.routes)
     app.add_routes(api_ops.routes)
     app.add_routes(artifacts.routes)
+    app.add_routes(api_printers.routes)
     app.cleanup_ctx.append(_background)
     return app
 
 
 async def _background(app: web.Application) -> AsyncIterator[None]:
     coordinator = app[COORDINATOR]
+    settings = coordinator.settings
     await coordinator.wakeups.start()
-    app[BACKGROUND_TASKS] = [
-        asyncio.create_task(
-            scan_leases_forever(coordinator.store, coordinator.settings.lease_scan_interval_s),
-            name="lease-scanner",
-        )
-    ]
+    loops = [
+        UpkeepLoop("lease_scanner", lambda: expire_leases_once(coordinator.store),
+                   settings.lease_scan_interval_s),
+        UpkeepLoop("failover_monitor", coordinator.failover.tick, settings.monitor_interval_s,
+                   coordinator.monitor_wakeup),
+    ]  # fmt: skip
+    for loop in loops:
+        loop.start()
+    app[UPKEEP_LOOPS] = loops
     yield
-    for task in app[BACKGROUND_TASKS]:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    for loop in loops:
+        await loop.stop()
     await coordinator.wakeups.stop()

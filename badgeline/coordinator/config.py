@@ -65,6 +65,14 @@ class CoordinatorSettings(BaseSettings):
     max_attempts: int = Field(default=5, ge=1, le=100)
     uncertain_policy: Literal["reprint", "hold"] = "reprint"
     heartbeat_interval_s: float = Field(default=1.0, gt=0, le=60)
+    fail_threshold: int = Field(default=3, ge=1, le=100)
+    recover_after_healthy: int = Field(default=3, ge=1, le=100)
+    monitor_interval_s: float = Field(default=0.1, gt=0, le=10)
+    ack_grace_s: float = Field(default=10.0, ge=0, le=3600)
+    failover_policy: Literal["reprint", "hold"] = "reprint"
+    spill_named_targets: bool = True
+    retry_backoff_unit_s: float = Field(default=1.0, gt=0, le=60)
+    retry_backoff_cap_s: float = Field(default=60.0, gt=0, le=3600)
     pools: dict[str, list[str]] = Field(
         default_factory=dict, description="pool name -> printer ids; `auto` uses pool default"
     )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from badgeline.coordinator.auth import Identity, TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings, Role
+from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.routing import Router
 from badgeline.coordinator.store import JobStore
 from badgeline.coordinator.wakeups import WakeHub
@@ -20,6 +22,10 @@ class Coordinator:
     auth: TokenAuthority
     wakeups: WakeHub
     router: Router
+    failover: FailoverController
+    # Set by a heartbeat that changed a printer's state, so the monitor acts now
+    # instead of at its next tick.
+    monitor_wakeup: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 COORDINATOR = web.AppKey("coordinator", Coordinator)

@@ -15,3 +15,14 @@ def classify_report(report: PrinterHealthReport) -> PrinterState:
     if not report.reachable or report.paper is PaperLevel.LOW:
         return PrinterState.DEGRADED
     return PrinterState.HEALTHY
+
+
+def probe_verdict(report: PrinterHealthReport) -> str:
+    """How one probe counts toward the printer's state (see heartbeat-2.lua):
+    `fatal` kills it at once, `failed` is one consecutive failure, `low` degrades."""
+    verdict = classify_report(report)
+    if verdict is PrinterState.DEAD:
+        return "fatal"
+    if not report.reachable:
+        return "failed"
+    return "low" if verdict is PrinterState.DEGRADED else "ok"

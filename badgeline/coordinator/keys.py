@@ -46,6 +46,31 @@ class VenueKeys:
         return self.prefix + "printed_twice"
 
     @property
+    def parked(self) -> str:
+        """Sorted set job_id -> score: the venue holding queue, for jobs with no
+        healthy printer to go to. Scripts also build this as prefix .. 'parked'."""
+        return self.prefix + "parked"
+
+    @property
+    def retry(self) -> str:
+        """Sorted set job_id -> due time (ms) of failed jobs backing off (prefix .. 'retry')."""
+        return self.prefix + "retry"
+
+    @property
+    def inflight_checks(self) -> str:
+        """Sorted set job_id -> when the acknowledgement check of a job that was
+        printing on a failed printer is due (prefix .. 'inflight_checks')."""
+        return self.prefix + "inflight_checks"
+
+    @property
+    def failovers(self) -> str:
+        """List of failover decision ids, newest first."""
+        return self.prefix + "failovers"
+
+    def failover(self, decision_id: str) -> str:
+        return f"{self.prefix}failover:{decision_id}"
+
+    @property
     def wake_channel(self) -> str:
         """Pub/sub channel: a printer id is published when its queue gains work."""
         return self.prefix + "wake"
@@ -77,3 +102,7 @@ class VenueKeys:
 
     def printer(self, printer_id: str) -> str:
         return f"{self.prefix}printer:{printer_id}"
+
+    def printing(self, printer_id: str) -> str:
+        """Set of job ids granted to this printer and not yet acked."""
+        return f"{self.prefix}printing:{printer_id}"

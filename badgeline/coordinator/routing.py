@@ -8,11 +8,9 @@ from typing import Any
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.health import classify_report
 from badgeline.coordinator.keys import VenueKeys
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import pool_of_target
-from badgeline.protocol.models import PrinterHealthReport
 from badgeline.protocol.states import PrinterState
 
 # A printer whose last heartbeat is older than this many intervals is not a
@@ -64,14 +62,14 @@ class Router:
         best: tuple[int, str] | None = None
         for printer_id in printer_ids:
             fields = await self.redis.hmget(
-                self.keys.printer(printer_id), ["health", "last_heartbeat_ms", "paused_until_ms"]
+                self.keys.printer(printer_id), ["state", "last_heartbeat_ms", "paused_until_ms"]
             )
             if fields[0] is None or fields[1] is None:
                 continue
             if now_ms - int(fields[1]) > stale_ms or int(fields[2] or 0) > now_ms:
                 continue
-            report = PrinterHealthReport.model_validate_json(fields[0])
-            if classify_report(report) is not PrinterState.HEALTHY:
+            # Degraded printers keep their queue but take no new routed work.
+            if _text(fields[0]) != PrinterState.HEALTHY:
                 continue
             depth = await self.redis.zcard(self.keys.queue(printer_id))
             if best is None or depth < best[0]:

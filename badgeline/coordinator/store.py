@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -15,11 +16,12 @@ from typing import Any
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.health import probe_verdict
 from badgeline.coordinator.keys import VenueKeys
 from badgeline.coordinator.script_loader import LoadedScript, load_scripts
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, JobView, PrintJob
-from badgeline.protocol.states import JobState
+from badgeline.protocol.states import JobState, PrinterState
 
 
 def payload_hash(job: PrintJob) -> str:
@@ -68,6 +70,18 @@ class AckOutcome:
     state: JobState
     recorded: bool
     trace: JobTrace
+
+
+@dataclass(frozen=True)
+class HeartbeatOutcome:
+    now_ms: int
+    paused: bool
+    state: PrinterState
+    previous_state: str
+
+    @property
+    def changed(self) -> bool:
+        return self.previous_state != self.state
 
 
 @dataclass(frozen=True)
@@ -197,6 +211,8 @@ class JobStore:
             [
                 k.prefix, printer_id, ack.lease_id, str(ack.result), ack.error or "",
                 self.settings.max_attempts, actor, k.wake_channel, self.settings.uncertain_policy,
+                int(self.settings.retry_backoff_unit_s * 1000),
+                int(self.settings.retry_backoff_cap_s * 1000), random.uniform(0.8, 1.2),
             ],
         )  # fmt: skip
         if int(reply[0]) == -2:
@@ -207,16 +223,22 @@ class JobStore:
             trace=JobTrace(_text(reply[2]), _text(reply[3])),
         )
 
-    async def heartbeat(self, printer_id: str, beat: HeartbeatRequest) -> tuple[int, int]:
+    async def heartbeat(self, printer_id: str, beat: HeartbeatRequest) -> HeartbeatOutcome:
         reply = await self._run(
             "heartbeat",
             [self.keys.printer(printer_id), self.keys.printers],
             [
                 printer_id, beat.agent_id, beat.version, beat.health.model_dump_json(),
-                json.dumps(beat.journal), json.dumps(beat.labels),
+                json.dumps(beat.journal), json.dumps(beat.labels), probe_verdict(beat.health),
+                self.settings.fail_threshold, self.settings.recover_after_healthy,
             ],
         )  # fmt: skip
-        return int(reply[0]), int(reply[1])
+        return HeartbeatOutcome(
+            now_ms=int(reply[0]),
+            paused=int(reply[1]) > int(reply[0]),
+            state=PrinterState(_text(reply[2])),
+            previous_state=_text(reply[3]),
+        )
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -5,6 +5,7 @@
 -- ARGV[1] prefix  ARGV[2] printer_id  ARGV[3] lease_id  ARGV[4] result
 -- ARGV[5] error text  ARGV[6] max attempts  ARGV[7] actor  ARGV[8] wake channel
 -- ARGV[9] uncertain policy: reprint | hold
+-- ARGV[10] retry backoff unit ms  ARGV[11] retry backoff cap ms  ARGV[12] jitter factor
 -- Returns {code, state, idempotency_key, correlation_id}:
 --   code 1 recorded, 0 already recorded, -2 no such job.
 local prefix, printer_id, lease_id, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -22,6 +23,12 @@ local function leave_current_place()
     redis.call('ZREM', queue_key(prefix, current_printer), job_id)
   elseif state == 'leased' then
     redis.call('ZREM', KEYS[3], job_id)
+  elseif state == 'printing' then
+    redis.call('SREM', printing_key(prefix, current_printer), job_id)
+  elseif state == 'parked' then
+    redis.call('ZREM', prefix .. 'parked', job_id)
+  elseif state == 'retrying' then
+    redis.call('ZREM', prefix .. 'retry', job_id)
   end
 end
 
@@ -35,6 +42,7 @@ if result == 'printed' then
     redis.call('SADD', KEYS[4], job_id)
   end
   redis.call('HSET', KEYS[1], 'printed_ms', now, 'printed_by', printer_id)
+  redis.call('SREM', printing_key(prefix, printer_id), job_id)
   local how = 'printed by ' .. printer_id .. ' under ' .. lease_id
   if lease_id ~= current_lease then
     how = how .. ' (late ack on a revoked lease)'
@@ -77,7 +85,11 @@ if attempts >= tonumber(ARGV[6]) then
     'print failed ' .. attempts .. ' times, last: ' .. ARGV[5], now)
   return {1, 'failed', f[6], f[7]}
 end
-transition(prefix, job_id, state, 'queued', ARGV[7],
-  'print failed (attempt ' .. attempts .. '): ' .. ARGV[5], now)
-enqueue(prefix, job_id, current_printer, tonumber(f[4]), ARGV[8])
-return {1, 'queued', f[6], f[7]}
+-- Back off min(2^n units, cap), with jitter so that a printer's failed
+-- batch does not come back as one burst.
+local delay = math.min(math.pow(2, attempts) * tonumber(ARGV[10]), tonumber(ARGV[11]))
+delay = math.floor(delay * tonumber(ARGV[12]))
+redis.call('ZADD', prefix .. 'retry', now + delay, job_id)
+transition(prefix, job_id, state, 'retrying', ARGV[7],
+  'print failed (attempt ' .. attempts .. '): ' .. ARGV[5] .. '; retry in ' .. delay .. ' ms', now)
+return {1, 'retrying', f[6], f[7]}

@@ -18,7 +18,11 @@ elseif state == 'leased' then
   redis.call('ZREM', KEYS[2], f[3])
 elseif state == 'dead_lettered' then
   redis.call('ZREM', KEYS[3], f[3])
-elseif state ~= 'held' and state ~= 'parked' and state ~= 'retrying' then
+elseif state == 'parked' then
+  redis.call('ZREM', prefix .. 'parked', f[3])
+elseif state == 'retrying' then
+  redis.call('ZREM', prefix .. 'retry', f[3])
+elseif state ~= 'held' then
   return {-1, state}
 end
 transition(prefix, f[3], state, 'canceled', ARGV[2], ARGV[3], now_ms())

@@ -6,8 +6,9 @@
 -- Returns a list of JSON job documents, possibly empty.
 local prefix, printer_id = ARGV[1], ARGV[2]
 local now = now_ms()
-local paused_until = tonumber(redis.call('HGET', KEYS[3], 'paused_until_ms') or '0')
-if paused_until > now then
+local p = redis.call('HMGET', KEYS[3], 'paused_until_ms', 'state')
+-- A dead printer (jammed, out of paper) gets nothing until it has recovered.
+if tonumber(p[1] or '0') > now or p[2] == 'dead' then
   return {}
 end
 

@@ -34,6 +34,8 @@ local now = now_ms()
 local fence = redis.call('HINCRBY', KEYS[1], 'fence', 1)
 redis.call('HSET', KEYS[1], 'granted_ms', now)
 redis.call('ZREM', KEYS[2], fields[5])
+-- The failover controller needs to know what each printer has in flight.
+redis.call('SADD', printing_key(prefix, ARGV[2]), fields[5])
 transition(prefix, fields[5], 'leased', 'printing', ARGV[4],
   'start granted to ' .. ARGV[3] .. ' fence ' .. fence, now)
 return reply(1, fence)

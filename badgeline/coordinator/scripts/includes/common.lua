@@ -26,3 +26,48 @@ local function enqueue(prefix, job_id, printer_id, score, wake_channel)
   redis.call('ZADD', queue_key(prefix, printer_id), score, job_id)
   redis.call('PUBLISH', wake_channel, printer_id)
 end
+
+local function printer_key(prefix, printer_id)
+  return prefix .. 'printer:' .. printer_id
+end
+
+local function printing_key(prefix, printer_id)
+  return prefix .. 'printing:' .. printer_id
+end
+
+-- The least-loaded candidate that is healthy, not paused and below the
+-- high-water mark right now. Candidates come from the caller (pool membership
+-- is config), but health and depth are re-read here, inside the atomic script.
+local function pick_target(prefix, candidates, high_water, now, exclude)
+  local best, best_depth = nil, nil
+  for _, printer_id in ipairs(candidates) do
+    if printer_id ~= exclude then
+      local p = redis.call('HMGET', printer_key(prefix, printer_id), 'state', 'paused_until_ms')
+      local paused = tonumber(p[2] or '0') > now
+      if p[1] == 'healthy' and not paused then
+        local depth = redis.call('ZCARD', queue_key(prefix, printer_id))
+        if depth < high_water and (best_depth == nil or depth < best_depth) then
+          best, best_depth = printer_id, depth
+        end
+      end
+    end
+  end
+  return best
+end
+
+-- Put an existing job on another printer's queue, keeping its id, key and score
+-- (so it keeps its place in priority-then-arrival order).
+local function move_job(prefix, job_id, from_state, target, actor, reason, now, wake_channel)
+  local key = job_key(prefix, job_id)
+  local score = tonumber(redis.call('HGET', key, 'score'))
+  redis.call('HSET', key, 'printer_id', target, 'lease_id', '')
+  transition(prefix, job_id, from_state, 'queued', actor, reason, now)
+  enqueue(prefix, job_id, target, score, wake_channel)
+end
+
+local function park_job(prefix, job_id, from_state, actor, reason, now)
+  local score = tonumber(redis.call('HGET', job_key(prefix, job_id), 'score'))
+  redis.call('ZADD', prefix .. 'parked', score, job_id)
+  redis.call('HSET', job_key(prefix, job_id), 'lease_id', '')
+  transition(prefix, job_id, from_state, 'parked', actor, reason, now)
+end

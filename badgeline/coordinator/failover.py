@@ -1,0 +1,150 @@
+"""Health monitoring and failover: the controller that moves a dead printer's
+work to healthy printers, each job exactly once.
+
+Every step is one atomic script, and every step is safe when two coordinator
+replicas run it at once: a printer's death is an epoch that one script call
+claims, a decision id is written once, and due checks are claimed by ZREM.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from typing import Any
+
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.events import log_event
+from badgeline.coordinator.store import JobStore
+
+ACTOR = "coordinator:failover"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def normalise_decision(raw: str | bytes) -> dict[str, Any]:
+    """Lua's cjson writes an empty list as {}: give readers real lists."""
+    decision: dict[str, Any] = json.loads(raw)
+    for field in ("drained_job_ids", "parked_job_ids", "inflight_job_ids"):
+        if decision.get(field) == {}:
+            decision[field] = []
+    decision.setdefault("inflight_resolution", {})
+    return decision
+
+
+class FailoverController:
+    def __init__(self, store: JobStore, settings: CoordinatorSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self.keys = store.keys
+
+    async def candidates(self, printer_id: str | None = None) -> list[str]:
+        """Printers that may take over `printer_id`'s work: its pool peers when
+        pools are configured, else every printer of the venue."""
+        for members in self.settings.pools.values():
+            if printer_id in members:
+                return [p for p in members if p != printer_id]
+        known = await self.store.redis.smembers(self.keys.printers)
+        return sorted(_text(p) for p in known if _text(p) != printer_id)
+
+    async def check_heartbeats(self) -> list[tuple[str, str, str]]:
+        reply = await self.store.scripts["check_heartbeats"](
+            [self.keys.printers],
+            [self.keys.prefix, int(self.settings.heartbeat_interval_s * 1000),
+             self.settings.fail_threshold],
+        )  # fmt: skip
+        changes = [_text(x) for x in reply]
+        result = [(changes[i], changes[i + 1], changes[i + 2]) for i in range(0, len(changes), 3)]
+        for printer_id, previous, state in result:
+            log_event("printer_state_changed", logging.WARNING, printer_id=printer_id,
+                      previous=previous, state=state, reason="missed heartbeats")  # fmt: skip
+        return result
+
+    async def printers_awaiting_failover(self) -> list[str]:
+        waiting = []
+        known = await self.store.redis.smembers(self.keys.printers)
+        for printer_id in sorted(_text(p) for p in known):
+            state, epoch, done = await self.store.redis.hmget(
+                self.keys.printer(printer_id), ["state", "dead_epoch", "failed_over_epoch"]
+            )
+            if state == b"dead" and int(epoch or 0) > int(done or 0):
+                waiting.append(printer_id)
+        return waiting
+
+    async def execute(
+        self, printer_id: str, *, mode: str = "auto", reason: str = "printer declared dead",
+        targets: list[str] | None = None, actor: str = ACTOR,
+    ) -> dict[str, Any] | None:
+        """Run one failover decision; None when it was already executed."""
+        candidates = targets if targets is not None else await self.candidates(printer_id)
+        decision_id = f"drain-{printer_id}-{secrets.token_hex(4)}" if mode == "drain" else ""
+        k = self.keys
+        reply = await self.store.scripts["failover"](
+            [k.printer(printer_id), k.queue(printer_id), k.leases, k.printing(printer_id),
+             k.failovers],
+            [k.prefix, printer_id, json.dumps(candidates), self.settings.high_water_mark, actor,
+             k.wake_channel, int(self.settings.ack_grace_s * 1000), mode, decision_id, reason],
+        )  # fmt: skip
+        if int(reply[0]) != 1:
+            return None
+        decision = normalise_decision(reply[1])
+        self._log_decision(decision)
+        return decision
+
+    def _log_decision(self, decision: dict[str, Any]) -> None:
+        log_event(
+            "printer_failover_executed", logging.WARNING,
+            decision_id=decision["decision_id"], dead_printer_id=decision["dead_printer_id"],
+            target_printer_ids=sorted(decision["targets"]),
+            drained_count=len(decision["drained_job_ids"]),
+            parked_count=len(decision["parked_job_ids"]),
+            inflight_job_ids=decision["inflight_job_ids"], reason=decision["reason"],
+        )  # fmt: skip
+        if decision["parked_job_ids"]:
+            log_event("no_healthy_target", logging.ERROR, printer_id=decision["dead_printer_id"],
+                      parked=len(decision["parked_job_ids"]))  # fmt: skip
+            for job_id in decision["parked_job_ids"]:
+                log_event("job_parked", logging.WARNING, job_id=job_id,
+                          printer_id=decision["dead_printer_id"])  # fmt: skip
+
+    async def resolve_inflight(self) -> None:
+        reply = await self.store.scripts["resolve_inflight"](
+            [self.keys.inflight_checks],
+            [self.keys.prefix, json.dumps(await self.candidates()), self.settings.high_water_mark,
+             self.settings.failover_policy, ACTOR, self.keys.wake_channel],
+        )  # fmt: skip
+        items = [_text(x) for x in reply]
+        for i in range(0, len(items), 3):
+            job_id, decision_id, outcome = items[i : i + 3]
+            log_event("inflight_resolved", logging.WARNING, job_id=job_id,
+                      decision_id=decision_id, outcome=outcome,
+                      inflight_acked=outcome == "acked",
+                      reprinted_inflight=outcome == "reprinted")  # fmt: skip
+
+    async def promote_retries_and_unpark(self) -> None:
+        k = self.keys
+        everyone = json.dumps(await self.candidates())
+        promoted = await self.store.scripts["promote_retries"](
+            [k.retry], [k.prefix, everyone, self.settings.high_water_mark, ACTOR, k.wake_channel]
+        )
+        unparked = await self.store.scripts["unpark"](
+            [k.parked],
+            [k.prefix, everyone, self.settings.high_water_mark, ACTOR, k.wake_channel, 200],
+        )
+        if promoted or unparked:
+            log_event("jobs_back_in_line", retries=int(promoted), unparked=int(unparked))
+
+    async def tick(self) -> None:
+        await self.check_heartbeats()
+        for printer_id in await self.printers_awaiting_failover():
+            await self.execute(printer_id)
+        await self.resolve_inflight()
+        await self.promote_retries_and_unpark()
+
+    async def decisions(self, limit: int = 100) -> list[dict[str, Any]]:
+        ids = await self.store.redis.lrange(self.keys.failovers, 0, limit - 1)
+        raws = [await self.store.redis.get(self.keys.failover(_text(i))) for i in ids]
+        return [normalise_decision(raw) for raw in raws if raw]
+

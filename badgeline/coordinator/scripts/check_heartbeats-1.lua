@@ -1,0 +1,35 @@
+-- Count missed heartbeats as failed probes, for every printer of the venue.
+-- Safe to run from every coordinator replica: each state change happens once.
+--
+-- KEYS[1] printers set
+-- ARGV[1] prefix  ARGV[2] heartbeat interval ms  ARGV[3] failures that make a printer dead
+-- Returns a flat list {printer_id, old_state, new_state, ...} of printers that changed.
+local prefix, interval, threshold = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- A beat counts as missed a quarter interval after it was due, so a heartbeat
+-- that is a few milliseconds late does not flap a printer to degraded.
+local slack = interval / 4
+local now = now_ms()
+local changed = {}
+for _, printer_id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local key = printer_key(prefix, printer_id)
+  local f = redis.call('HMGET', key, 'state', 'last_heartbeat_ms', 'consecutive_failures')
+  if f[2] and f[1] ~= 'dead' then
+    local missed = math.floor((now - tonumber(f[2]) - slack) / interval)
+    if missed >= 1 then
+      local failures = tonumber(f[3] or '0') + missed
+      local new_state = 'degraded'
+      if failures >= threshold then new_state = 'dead' end
+      if new_state ~= f[1] then
+        redis.call('HSET', key, 'state', new_state, 'state_changed_ms', now,
+          'consecutive_healthy', 0)
+        if new_state == 'dead' then
+          redis.call('HINCRBY', key, 'dead_epoch', 1)
+        end
+        table.insert(changed, printer_id)
+        table.insert(changed, f[1] or 'new')
+        table.insert(changed, new_state)
+      end
+    end
+  end
+end
+return changed

@@ -1,0 +1,53 @@
+-- The acknowledgement check for jobs that were printing on a failed printer,
+-- once their ack grace period is over. Acked (printed) jobs are left alone;
+-- unacked ones are re-dispatched flagged possible_duplicate, or held, by policy.
+--
+-- KEYS[1] inflight check zset (job_id -> due ms)
+-- ARGV[1] prefix  ARGV[2] candidate printer ids (JSON)  ARGV[3] high water
+-- ARGV[4] policy: reprint | hold  ARGV[5] actor  ARGV[6] wake channel
+-- Returns a flat list {job_id, decision_id, outcome, ...}; outcome is
+--   acked | failed_back | reprinted | parked | held
+local prefix = ARGV[1]
+local now = now_ms()
+local results = {}
+for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
+  redis.call('ZREM', KEYS[1], job_id)
+  local key = job_key(prefix, job_id)
+  local f = redis.call('HMGET', key, 'state', 'printer_id', 'inflight_decision')
+  local outcome
+  if f[1] == 'printed' then
+    outcome = 'acked'
+  elseif f[1] ~= 'printing' then
+    outcome = 'failed_back'
+  else
+    redis.call('SREM', printing_key(prefix, f[2]), job_id)
+    local why = f[3] .. ': no ack from ' .. f[2] .. ' within the grace period'
+    if ARGV[4] == 'hold' then
+      transition(prefix, job_id, 'printing', 'held', ARGV[5], why .. '; held for an operator', now)
+      outcome = 'held'
+    else
+      redis.call('HSET', key, 'possible_duplicate', 1)
+      local target = pick_target(prefix, cjson.decode(ARGV[2]), tonumber(ARGV[3]), now, f[2])
+      if target then
+        move_job(prefix, job_id, 'printing', target, ARGV[5],
+          why .. '; re-dispatched to ' .. target .. ' as a possible duplicate', now, ARGV[6])
+        outcome = 'reprinted'
+      else
+        park_job(prefix, job_id, 'printing', ARGV[5], why .. '; parked, no healthy printer', now)
+        outcome = 'parked'
+      end
+    end
+  end
+  local decision_key = prefix .. 'failover:' .. (f[3] or '')
+  local raw = redis.call('GET', decision_key)
+  if raw then
+    local decision = cjson.decode(raw)
+    decision['inflight_resolution'] = decision['inflight_resolution'] or {}
+    decision['inflight_resolution'][job_id] = outcome
+    redis.call('SET', decision_key, cjson.encode(decision))
+  end
+  table.insert(results, job_id)
+  table.insert(results, f[3] or '')
+  table.insert(results, outcome)
+end
+return results

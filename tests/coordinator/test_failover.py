@@ -1,0 +1,186 @@
+"""Failover in the coordinator: a dead printer's work moves exactly once
+(invariant 7). Agents are played through the real HTTP API here; the
+process-level tests with emulators count prints at the printers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+from redis.asyncio import Redis
+
+from badgeline.coordinator.app import create_app
+from badgeline.coordinator.config import CoordinatorSettings
+from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
+from tests.helpers import job_body, wait_for
+
+OPS = auth(OPERATOR_TOKEN)
+HEALTHY = {"reachable": True, "jammed": False, "cover_open": False, "paper": "ok"}
+
+
+@pytest.fixture
+async def fleet(
+    aiohttp_client: Any, settings: CoordinatorSettings, redis: Redis
+) -> TestClient[Any, Any]:
+    # Long heartbeat interval: these tests drive health by explicit heartbeats.
+    tuned = settings.model_copy(update={"heartbeat_interval_s": 30.0, "ack_grace_s": 1.0,
+                                        "monitor_interval_s": 0.05})  # fmt: skip
+    client: TestClient[Any, Any] = await aiohttp_client(create_app(tuned, redis))
+    return client
+
+
+async def beat(client: TestClient[Any, Any], printer_id: str, **health: Any) -> str:
+    body = {"agent_id": f"pi-{printer_id}", "version": "test", "health": {**HEALTHY, **health}}
+    response = await client.post(f"/v1/agents/{printer_id}/heartbeat", json=body,
+                                 headers=auth(agent_token(printer_id)))  # fmt: skip
+    assert response.status == 200
+    state: str = (await response.json())["state"]
+    return state
+
+
+async def submit(client: TestClient[Any, Any], printer_id: str, n: int) -> list[str]:
+    ids = []
+    for _ in range(n):
+        response = await client.post(
+            "/v1/jobs", json=job_body(printer_id), headers=auth(KIOSK_TOKEN)
+        )
+        assert response.status == 201
+        ids.append((await response.json())["job_id"])
+    return ids
+
+
+async def lease(client: TestClient[Any, Any], printer_id: str) -> dict[str, Any]:
+    response = await client.post(f"/v1/agents/{printer_id}/lease?max=1",
+                                 headers=auth(agent_token(printer_id)))  # fmt: skip
+    jobs = (await response.json())["jobs"]
+    assert len(jobs) == 1
+    leased: dict[str, Any] = jobs[0]
+    return leased
+
+
+async def job(client: TestClient[Any, Any], job_id: str) -> dict[str, Any]:
+    found: dict[str, Any] = await (await client.get(f"/v1/jobs/{job_id}", headers=OPS)).json()
+    return found
+
+
+async def test_jammed_printer_fails_over_once(fleet: TestClient[Any, Any]) -> None:
+    # GIVEN two healthy printers and five jobs on printer-a, one printing, one leased
+    await beat(fleet, "printer-a")
+    await beat(fleet, "printer-b")
+    ids = await submit(fleet, "printer-a", 5)
+    printing = await lease(fleet, "printer-a")
+    start = await fleet.post(f"/v1/agents/printer-a/jobs/{printing['job_id']}/start",
+                             json={"lease_id": printing["lease_id"]},
+                             headers=auth(agent_token("printer-a")))  # fmt: skip
+    assert start.status == 200
+    leased = await lease(fleet, "printer-a")
+    # WHEN printer-a reports a jam
+    assert await beat(fleet, "printer-a", jammed=True) == "dead"
+    # THEN one decision moves the queued and leased jobs to printer-b, in order
+    decisions = await wait_for(
+        lambda: _decisions(fleet), timeout_s=10
+    )
+    assert len(decisions) == 1
+    decision = decisions[0]
+    assert decision["dead_printer_id"] == "printer-a"
+    assert sorted(decision["drained_job_ids"]) == sorted(j for j in ids if j != printing["job_id"])
+    assert decision["inflight_job_ids"] == [printing["job_id"]]
+    peek = await (await fleet.get("/v1/queues/printer-b?limit=10", headers=OPS)).json()
+    moved = [j["job_id"] for j in peek["jobs"]]
+    assert moved[:4] == [j for j in ids if j != printing["job_id"]]
+    # AND the old lease can no longer start
+    refused = await fleet.post(f"/v1/agents/printer-a/jobs/{leased['job_id']}/start",
+                               json={"lease_id": leased["lease_id"]},
+                               headers=auth(agent_token("printer-a")))  # fmt: skip
+    assert refused.status == 409
+    # AND after the ack grace period the unacked in-flight job is re-dispatched, flagged
+    redispatched = await wait_for(lambda: _job_if(fleet, printing["job_id"], "queued"))
+    assert redispatched["possible_duplicate"] is True
+    assert redispatched["printer_id"] == "printer-b"
+    # AND replaying changes nothing: still one decision
+    assert len(await _decisions(fleet)) == 1
+
+
+async def test_late_ack_within_grace_is_not_reprinted(fleet: TestClient[Any, Any]) -> None:
+    await beat(fleet, "printer-a")
+    await beat(fleet, "printer-b")
+    [job_id] = await submit(fleet, "printer-a", 1)
+    leased = await lease(fleet, "printer-a")
+    await fleet.post(f"/v1/agents/printer-a/jobs/{job_id}/start",
+                     json={"lease_id": leased["lease_id"]},
+                     headers=auth(agent_token("printer-a")))  # fmt: skip
+    assert await beat(fleet, "printer-a", cover_open=True) == "dead"
+    await wait_for(lambda: _decisions(fleet))
+    # WHEN the agent's journaled ack arrives inside the grace period
+    ack = await fleet.post(f"/v1/agents/printer-a/jobs/{job_id}/ack",
+                           json={"lease_id": leased["lease_id"], "result": "printed"},
+                           headers=auth(agent_token("printer-a")))  # fmt: skip
+    assert ack.status == 200
+    decisions = await wait_for(lambda: _resolved(fleet))
+    # THEN the check finds it acked and nothing is reprinted
+    assert decisions[0]["inflight_resolution"] == {job_id: "acked"}
+    final = await job(fleet, job_id)
+    assert final["state"] == "printed" and final["possible_duplicate"] is False
+
+
+async def test_no_healthy_target_parks_then_dispatches(fleet: TestClient[Any, Any]) -> None:
+    await beat(fleet, "printer-a")
+    await beat(fleet, "printer-b", paper="out")
+    ids = await submit(fleet, "printer-a", 3)
+    await beat(fleet, "printer-a", jammed=True)
+    for job_id in ids:
+        await wait_for(lambda j=job_id: _job_if(fleet, j, "parked"))
+    # WHEN printer-b recovers (three healthy heartbeats)
+    for _ in range(3):
+        await beat(fleet, "printer-b")
+    # THEN the parked jobs go to it, in order
+    for job_id in ids:
+        found = await wait_for(lambda j=job_id: _job_if(fleet, j, "queued"))
+        assert found["printer_id"] == "printer-b"
+
+
+async def test_pause_resume_and_drain_by_hand(fleet: TestClient[Any, Any]) -> None:
+    await beat(fleet, "printer-a")
+    await beat(fleet, "printer-b")
+    ids = await submit(fleet, "printer-a", 4)
+    paused = await fleet.post("/v1/printers/printer-a/pause", json={"for_s": 60}, headers=OPS)
+    assert (await paused.json())["paused"] is True
+    empty = await fleet.post("/v1/agents/printer-a/lease?max=1",
+                             headers=auth(agent_token("printer-a")))  # fmt: skip
+    assert (await empty.json())["jobs"] == []
+    drained = await (await fleet.post("/v1/printers/printer-a/drain", json={}, headers=OPS)).json()
+    assert drained["drained_job_ids"] == ids
+    resumed = await fleet.post("/v1/printers/printer-a/resume", headers=OPS)
+    assert (await resumed.json())["paused"] is False
+    printers = await (await fleet.get("/v1/printers", headers=OPS)).json()
+    depth = {p["printer_id"]: p["queue_depth"] for p in printers["printers"]}
+    assert depth == {"printer-a": 0, "printer-b": 4}
+
+
+async def test_rebalance_moves_the_tail_of_a_skewed_queue(fleet: TestClient[Any, Any]) -> None:
+    for printer_id in ("printer-a", "printer-b", "printer-c"):
+        await beat(fleet, printer_id)
+    ids = await submit(fleet, "printer-a", 9)
+    result = await (await fleet.post("/v1/rebalance", headers=OPS)).json()
+    assert len(result["moved"]) == 6
+    assert {m["job_id"] for m in result["moved"]} == set(ids[3:])
+    printers = await (await fleet.get("/v1/printers", headers=OPS)).json()
+    assert sorted(p["queue_depth"] for p in printers["printers"]) == [3, 3, 3]
+
+
+async def _decisions(client: TestClient[Any, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = (
+        await (await client.get("/v1/failovers", headers=OPS)).json()
+    )["failovers"]
+    return found
+
+
+async def _resolved(client: TestClient[Any, Any]) -> list[dict[str, Any]] | None:
+    decisions = await _decisions(client)
+    return decisions if decisions and decisions[0]["inflight_resolution"] else None
+
+
+async def _job_if(client: TestClient[Any, Any], job_id: str, state: str) -> dict[str, Any] | None:
+    found = await job(client, job_id)
+    return found if found["state"] == state else None
