@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
+from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import authenticate
 from badgeline.coordinator.events import job_event, log_event
 from badgeline.coordinator.http import (
@@ -33,6 +34,17 @@ class AttendeeQuery(BaseModel):
     attendee_id: str = Field(min_length=4, max_length=48, pattern=ATTENDEE_ID_PATTERN)
 
 
+def spill_peers(settings: CoordinatorSettings, printer_id: str) -> list[str] | str:
+    """Where a job may go when its printer is dead or full: its pool peers when
+    pools are configured, else any printer of the venue ('*'), or nowhere."""
+    if not settings.spill_named_targets:
+        return []
+    for members in settings.pools.values():
+        if printer_id in members:
+            return [p for p in members if p != printer_id]
+    return "*"
+
+
 @routes.post("/v1/jobs")
 async def submit_job(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "kiosk", "operator")
@@ -40,8 +52,9 @@ async def submit_job(request: web.Request) -> web.Response:
     printer_id = await coordinator.router.printer_for(job.printer_target)
     cid = correlation_id(request)
     outcome = await coordinator.store.accept(
-        job, printer_id=printer_id, correlation_id=cid, actor=identity.actor
-    )
+        job, printer_id=printer_id, correlation_id=cid, actor=identity.actor,
+        spill_to=spill_peers(coordinator.settings, printer_id),
+    )  # fmt: skip
     trace: dict[str, Any] = {
         "job_id": outcome.job_id, "printer_id": outcome.printer_id,
         "idempotency_key": job.idempotency_key, "correlation_id": cid,

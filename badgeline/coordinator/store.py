@@ -111,6 +111,7 @@ class JobStore:
         correlation_id: str,
         actor: str,
         reprint_of: str | None = None,
+        spill_to: list[str] | str = "*",
     ) -> AcceptOutcome:
         k = self.keys
         job_id = new_job_id()
@@ -126,6 +127,7 @@ class JobStore:
                 self.settings.high_water_mark, job.priority, job.attendee_id, job.badge_pdf_ref,
                 job.printer_target, printer_id, job.idempotency_key, correlation_id, actor,
                 reprint_of or "", k.wake_channel,
+                spill_to if isinstance(spill_to, str) else json.dumps(spill_to),
             ],
         )  # fmt: skip
         code, found_id = int(reply[0]), _text(reply[1])

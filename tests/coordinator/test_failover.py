@@ -169,6 +169,37 @@ async def test_rebalance_moves_the_tail_of_a_skewed_queue(fleet: TestClient[Any,
     assert sorted(p["queue_depth"] for p in printers["printers"]) == [3, 3, 3]
 
 
+async def test_full_or_dead_printer_spills_to_a_healthy_peer(
+    fleet: TestClient[Any, Any], settings: CoordinatorSettings
+) -> None:
+    await beat(fleet, "printer-a")
+    await beat(fleet, "printer-b")
+    # GIVEN printer-a at its high-water mark
+    await submit(fleet, "printer-a", settings.high_water_mark)
+    # WHEN one more job names printer-a
+    response = await fleet.post("/v1/jobs", json=job_body("printer-a"), headers=auth(KIOSK_TOKEN))
+    # THEN it is accepted on printer-b instead of being shed
+    assert response.status == 201
+    assert (await response.json())["printer_id"] == "printer-b"
+    # AND a job naming a dead printer goes to the live one
+    await beat(fleet, "printer-a", jammed=True)
+    response = await fleet.post("/v1/jobs", json=job_body("printer-a"), headers=auth(KIOSK_TOKEN))
+    assert (await response.json())["printer_id"] == "printer-b"
+
+
+async def test_dead_printer_without_peers_parks_new_jobs(fleet: TestClient[Any, Any]) -> None:
+    await beat(fleet, "printer-a", jammed=True)
+    response = await fleet.post("/v1/jobs", json=job_body("printer-a"), headers=auth(KIOSK_TOKEN))
+    assert response.status == 201
+    body = await response.json()
+    assert body["state"] == "parked"
+    # WHEN printer-a comes back (three good heartbeats), THEN the job goes to it
+    for _ in range(3):
+        await beat(fleet, "printer-a")
+    found = await wait_for(lambda: _job_if(fleet, body["job_id"], "queued"))
+    assert found["printer_id"] == "printer-a"
+
+
 async def _decisions(client: TestClient[Any, Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = (
         await (await client.get("/v1/failovers", headers=OPS)).json()

@@ -8,8 +8,11 @@
 -- ARGV[9] printer_target  ARGV[10] printer_id  ARGV[11] idempotency_key
 -- ARGV[12] correlation_id  ARGV[13] actor  ARGV[14] reprint_of ('' for none)
 -- ARGV[15] wake channel
+-- ARGV[16] peers the job may spill to when its printer is dead or full: a JSON
+--   list, '*' for every printer of the venue (KEYS[8]), or '[]' for none
 -- Returns {code, job_id, state, printer_id, position}
---   code 1 accepted, 2 duplicate (same payload), 3 shed (backpressure),
+--   code 1 accepted (state queued, or parked when its printer is dead and no
+--   peer can take it), 2 duplicate (same payload), 3 shed (backpressure),
 --   -1 idempotency conflict (same key, other payload).
 local prefix, job_id, payload_hash = ARGV[1], ARGV[2], ARGV[3]
 local printer_id = ARGV[10]
@@ -41,8 +44,21 @@ redis.call('HSET', KEYS[3],
 redis.call('SADD', KEYS[6], job_id)
 redis.call('SADD', KEYS[8], printer_id)
 
+local high_water = tonumber(ARGV[5])
 local depth = redis.call('ZCARD', KEYS[2])
-if depth >= tonumber(ARGV[5]) then
+local target_dead = redis.call('HGET', printer_key(prefix, printer_id), 'state') == 'dead'
+local reason = 'accepted'
+if target_dead or depth >= high_water then
+  local peers
+  if ARGV[16] == '*' then peers = redis.call('SMEMBERS', KEYS[8]) else peers = cjson.decode(ARGV[16]) end
+  local peer = pick_target(prefix, peers, high_water, now, printer_id)
+  if peer then
+    reason = 'accepted; spilled from ' .. printer_id .. ' (dead or full) to ' .. peer
+    printer_id, depth, target_dead = peer, redis.call('ZCARD', queue_key(prefix, peer)), false
+    redis.call('HSET', KEYS[3], 'printer_id', peer)
+  end
+end
+if depth >= high_water then
   -- Shed jobs do not claim the key: the kiosk's retry must be able to get in,
   -- and a later redrive goes through this same gate again.
   redis.call('HSET', KEYS[3], 'dead_reason', 'backpressure', 'dead_ms', now)
@@ -53,6 +69,11 @@ if depth >= tonumber(ARGV[5]) then
 end
 
 redis.call('SET', KEYS[1], job_id .. '|' .. payload_hash, 'EX', tonumber(ARGV[4]))
-transition(prefix, job_id, false, 'queued', ARGV[13], 'accepted', now)
+if target_dead then
+  transition(prefix, job_id, false, 'queued', ARGV[13], 'accepted', now)
+  park_job(prefix, job_id, 'queued', ARGV[13], 'printer ' .. printer_id .. ' is dead and no peer can take it', now)
+  return {1, job_id, 'parked', printer_id, -1}
+end
+transition(prefix, job_id, false, 'queued', ARGV[13], reason, now)
 enqueue(prefix, job_id, printer_id, score, ARGV[15])
-return {1, job_id, 'queued', printer_id, redis.call('ZRANK', KEYS[2], job_id)}
+return {1, job_id, 'queued', printer_id, redis.call('ZRANK', queue_key(prefix, printer_id), job_id)}
