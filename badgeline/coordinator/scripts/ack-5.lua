@@ -29,6 +29,9 @@ local function leave_current_place()
     redis.call('ZREM', prefix .. 'parked', job_id)
   elseif state == 'retrying' then
     redis.call('ZREM', prefix .. 'retry', job_id)
+  elseif state == 'failed' or state == 'dead_lettered' then
+    -- a late printed ack: the badge exists, so there is nothing left to redrive
+    redis.call('ZREM', KEYS[5], job_id)
   end
 end
 
