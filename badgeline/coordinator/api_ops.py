@@ -6,7 +6,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.context import authenticate
-from badgeline.coordinator.events import log_event
+from badgeline.coordinator.events import job_event, log_event
 from badgeline.coordinator.http import json_response, query_model, read_model
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id
@@ -54,8 +54,14 @@ async def redrive(request: web.Request) -> web.Response:
     results = []
     for job_id in job_ids:
         outcome = await coordinator.store.redrive(job_id, identity.actor)
-        log_event("dead_letter_redriven", job_id=job_id, outcome=outcome.outcome,
-                  detail=outcome.detail)  # fmt: skip
+        if outcome.trace is None:
+            log_event("dead_letter_redriven", job_id=job_id, outcome=outcome.outcome,
+                      detail=outcome.detail)  # fmt: skip
+        else:
+            job_event("dead_letter_redriven", job_id=job_id, printer_id=outcome.printer_id,
+                      idempotency_key=outcome.trace.idempotency_key,
+                      correlation_id=outcome.trace.correlation_id, outcome=outcome.outcome,
+                      detail=outcome.detail)  # fmt: skip
         results.append(
             RedriveOutcome(job_id=job_id, outcome=outcome.outcome, detail=outcome.detail)  # type: ignore[arg-type]
         )

@@ -7,14 +7,18 @@ it is an `UpkeepLoop` (see upkeep.py).
 
 from __future__ import annotations
 
-from badgeline.coordinator.events import log_event
+from badgeline.coordinator.events import job_event
 from badgeline.coordinator.store import JobStore
 
 ACTOR = "coordinator:lease-scanner"
 
 
 async def expire_leases_once(store: JobStore) -> int:
-    returned = await store.expire_leases(ACTOR)
-    if returned:
-        log_event("leases_expired", returned_to_queue=returned)
-    return returned
+    expired = await store.expire_leases(ACTOR)
+    for lease in expired:  # one line per state change (invariant 8)
+        job_event(
+            "lease_expired", job_id=lease.job_id, printer_id=lease.printer_id,
+            idempotency_key=lease.trace.idempotency_key,
+            correlation_id=lease.trace.correlation_id, lease_id=lease.lease_id,
+        )  # fmt: skip
+    return len(expired)

@@ -89,6 +89,18 @@ class RedriveOutcome:
     job_id: str
     outcome: str
     detail: str | None = None
+    printer_id: str = ""
+    trace: JobTrace | None = None
+
+
+@dataclass(frozen=True)
+class ExpiredLease:
+    """A job the lease scanner returned to its queue."""
+
+    job_id: str
+    printer_id: str
+    lease_id: str
+    trace: JobTrace
 
 
 class JobStore:
@@ -260,21 +272,27 @@ class JobStore:
             )
         return JobState(state)
 
-    async def expire_leases(self, actor: str, limit: int = 500) -> int:
+    async def expire_leases(self, actor: str, limit: int = 500) -> list[ExpiredLease]:
         k = self.keys
-        returned: int = await self._run(
+        reply = await self._run(
             "expire_leases", [k.leases], [k.prefix, limit, k.wake_channel, actor]
         )
-        return returned
+        return [
+            ExpiredLease(_text(r[0]), _text(r[1]), _text(r[2]), JobTrace(_text(r[3]), _text(r[4])))
+            for r in reply
+        ]
 
     async def dead_letter_ids(self, limit: int = 1000) -> list[str]:
         return [_text(m) for m in await self.redis.zrange(self.keys.dead_letters, 0, limit - 1)]
 
     async def redrive(self, job_id: str, actor: str) -> RedriveOutcome:
         k = self.keys
-        fields = await self.redis.hmget(k.job(job_id), ["idempotency_key"])
+        fields = await self.redis.hmget(
+            k.job(job_id), ["idempotency_key", "printer_id", "correlation_id"]
+        )
         if fields[0] is None:
             return RedriveOutcome(job_id, "not_dead_lettered", "no such job")
+        trace = JobTrace(_text(fields[0]), _text(fields[2] or ""))
         reply = await self._run(
             "redrive",
             [k.job(job_id), k.idempotency(_text(fields[0])), k.dead_letters, k.sequence],
@@ -283,7 +301,8 @@ class JobStore:
         )  # fmt: skip
         code, detail = int(reply[0]), _text(reply[1])
         outcomes = {1: "queued", 2: "suppressed", 3: "still_shed"}
-        return RedriveOutcome(job_id, outcomes.get(code, "not_dead_lettered"), detail)
+        outcome = outcomes.get(code, "not_dead_lettered")
+        return RedriveOutcome(job_id, outcome, detail, _text(fields[1] or ""), trace)
 
 
 def job_view(fields: dict[Any, Any], history: list[Any], prints: int) -> JobView:
