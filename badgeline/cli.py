@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "emulator": ("badgeline.emulator.main", "run an ESC/POS printer emulator"),
     "demo": ("badgeline.demo", "bring up a whole venue on this machine and print sample badges"),
     "hash-token": ("badgeline.coordinator.auth", "print the config entry for an API token"),
+    "provision": ("badgeline.provision.main", "write agent config + installer into a Pi OS image"),
 }
 
 

@@ -78,6 +78,18 @@ def test_each_unit_passes_systemd_analyze_verify(unit: str, tmp_path: Path) -> N
     assert result.stderr.strip() == "", result.stderr
 
 
+def test_the_first_boot_installer_unit_passes_verify() -> None:
+    # GIVEN the one-shot unit provisioning enables (its ExecStart is /bin/bash, present here)
+    unit = UNITS_DIR.parent / "provisioning" / "badgeline-install.service"
+    # WHEN/THEN systemd finds nothing to complain about
+    result = subprocess.run(
+        [systemd_analyze(), "verify", "--man=no", str(unit)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip() == "", result.stderr
+
+
 def test_verify_does_reject_a_unit_whose_binary_is_missing(tmp_path: Path) -> None:
     # GIVEN the agent unit as shipped, naming /opt/badgeline (absent on this machine)
     assert not Path(INSTALLED_BADGELINE).exists()
