@@ -18,6 +18,7 @@ It also never updates the FSInfo free-cluster hint; that hint is marked
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -69,10 +70,16 @@ def find_boot_partition(image: Path) -> Partition:
     """The first FAT partition: the Pi's firmware boots from it (`bootfs`)."""
     for partition in read_partitions(image):
         if partition.type_id in FAT_PARTITION_TYPES:
-            if image.stat().st_size < partition.offset + partition.size:
+            if _size_of(image) < partition.offset + partition.size:
                 raise ImageError(f"{image} is truncated: partition {partition.index} ends past it")
             return partition
     raise ImageError(f"{image} has no FAT partition, so it is not a Raspberry Pi OS image")
+
+
+def _size_of(image: Path) -> int:
+    # Seeking to the end also works for an SD card's block device, whose st_size is 0.
+    with image.open("rb") as file:
+        return file.seek(0, os.SEEK_END)
 
 
 class BootPartition:

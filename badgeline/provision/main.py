@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--coordinator-url", help="http://host:8420; omit to find it by mDNS")
     parser.add_argument("--venue", help="with mDNS: only follow this venue's coordinator")
     secret = parser.add_mutually_exclusive_group(required=True)
-    secret.add_argument("--enrolment-code", help="one-time code from `badgeline enrol`")
+    secret.add_argument("--enrolment-code", help="one-time code from the coordinator's operator")
     secret.add_argument("--token", help="an agent token bound to --printer-id")
     parser.add_argument("--wifi-ssid")
     parser.add_argument("--wifi-password")

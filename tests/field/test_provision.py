@@ -365,3 +365,13 @@ def test_the_cli_refuses_wifi_without_a_country(tmp_path: Path, wheel: Path) -> 
     )  # fmt: skip
     assert result.returncode == 2
     assert "--wifi-country" in result.stderr
+
+
+def test_a_truncated_image_is_refused(tmp_path: Path, wheel: Path) -> None:
+    # GIVEN an image whose download stopped halfway through the boot partition
+    image = bookworm(tmp_path)
+    with image.open("r+b") as file:
+        file.truncate(8 * 2**20)
+    # WHEN/THEN provisioning refuses instead of writing past the end
+    with pytest.raises(ImageError, match="truncated"):
+        provision(request(image, wheel), progress=quiet)

@@ -169,7 +169,10 @@ AGENT_IMPORT_GRAPH = textwrap.dedent(
         pass
     import ctypes, usb.core, pypdfium2, PIL.Image, aiohttp, aiosqlite, ifaddr
     import badgeline.agent.printers, badgeline.agent.badge, badgeline.discovery
-    list(usb.core.find(find_all=True))  # libusb initialises (its hotplug monitor included)
+    try:  # libusb initialises (its hotplug monitor included)
+        list(usb.core.find(find_all=True))
+    except usb.core.NoBackendError:
+        raise SystemExit("libusb is missing: apt-get install -y libusb-1.0-0")
     document = pypdfium2.PdfDocument.new()
     document.new_page(200, 100)
     assert document[0].render(scale=2).to_pil().size == (400, 200)
