@@ -1,0 +1,233 @@
+"""CoordinatorClient: the agent's side of the agent API (heartbeat, lease, start, ack).
+
+Typed results, three kinds of outcome:
+
+- an answer (including a start refusal, which is a decision, not an error);
+- `CoordinatorUnavailable`: nothing definite came back (connection refused or
+  reset, a timeout, a 5xx): retry later, the request may or may not have been
+  applied, which is why start and ack are idempotent on the coordinator;
+- `CoordinatorRejected`: a 4xx the agent cannot fix by retrying at once
+  (a bad token, an unknown job): the caller decides.
+
+Responses are read leniently: the API may add fields, and an agent in the
+field must keep working against a newer coordinator.
+"""
+
+from __future__ import annotations
+
+import json
+from types import TracebackType
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import aiohttp
+from pydantic import BaseModel, ValidationError
+
+from badgeline.protocol.models import (
+    AckRequest,
+    AckResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    LeasedJob,
+    StartRequest,
+    StartResponse,
+)
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+CORRELATION_HEADER = "X-Correlation-ID"
+# Slack on top of the long-poll wait before a lease request counts as lost.
+LEASE_SLACK_S = 10.0
+
+
+class CoordinatorUnavailable(Exception):
+    """No definite answer: the coordinator is down, unreachable, overloaded or failing."""
+
+
+class CoordinatorRejected(Exception):
+    """The coordinator refused the request with a 4xx; `code` is the error body's code.
+
+    `reason` is the body's top-level `reason`, which refusals such as a 409 on
+    start carry next to the error (`lease_revoked`, `already_printed`, `canceled`).
+    """
+
+    def __init__(self, status: int, code: str, message: str, reason: str | None = None) -> None:
+        super().__init__(f"HTTP {status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.reason = reason
+
+
+class CoordinatorClient:
+    """One aiohttp session to the coordinator for one printer's agent.
+
+    Use `async with CoordinatorClient(...)`, or `await open()` / `await close()`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        printer_id: str,
+        token: str,
+        *,
+        connect_timeout_s: float = 3.0,
+        request_timeout_s: float = 10.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.printer_id = printer_id
+        self.token = token
+        self.connect_timeout_s = connect_timeout_s
+        self.request_timeout_s = request_timeout_s
+        self._session: aiohttp.ClientSession | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout(self.request_timeout_s))
+
+    async def close(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def __aenter__(self) -> CoordinatorClient:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        """The agent token, sent per request so it never goes to another host."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The shared connection pool; the badge fetcher uses it too."""
+        if self._session is None:
+            raise RuntimeError("the coordinator client is not open")
+        return self._session
+
+    # ------------------------------------------------------------ the agent API
+
+    async def heartbeat(self, beat: HeartbeatRequest) -> HeartbeatResponse:
+        data = await self._post(self._agent_path("heartbeat"), beat)
+        return _lenient(HeartbeatResponse, data)
+
+    async def lease(self, wait_s: float, max_jobs: int) -> list[LeasedJob]:
+        """Long-poll for up to `max_jobs` jobs; returns [] when `wait_s` passes without one."""
+        path = self._agent_path("lease") + f"?wait={wait_s:g}&max={max_jobs}"
+        data = await self._post(
+            path, None, timeout=self._timeout(wait_s + self.request_timeout_s + LEASE_SLACK_S)
+        )
+        jobs = data.get("jobs") if isinstance(data, dict) else None
+        if not isinstance(jobs, list):
+            raise CoordinatorUnavailable(f"lease answer without a jobs list: {data!r:.200}")
+        return [_lenient(LeasedJob, job) for job in jobs]
+
+    async def start(
+        self, job_id: str, lease_id: str, *, correlation_id: str | None = None
+    ) -> StartResponse:
+        """Ask for the start grant. A 409 refusal is returned as `granted=False` with a reason."""
+        path = self._agent_path("jobs", job_id, "start")
+        try:
+            data = await self._post(path, StartRequest(lease_id=lease_id), correlation_id)
+        except CoordinatorRejected as rejected:
+            if rejected.status != 409:
+                raise
+            return StartResponse(granted=False, reason=rejected.reason or rejected.code)
+        return _lenient(StartResponse, data)
+
+    async def ack(
+        self, job_id: str, ack: AckRequest, *, correlation_id: str | None = None
+    ) -> AckResponse:
+        data = await self._post(self._agent_path("jobs", job_id, "ack"), ack, correlation_id)
+        return _lenient(AckResponse, data)
+
+    # ------------------------------------------------------------ plumbing
+
+    def _agent_path(self, *parts: str) -> str:
+        quoted = "/".join(quote(part, safe="") for part in (self.printer_id, *parts))
+        return f"/v1/agents/{quoted}"
+
+    def _timeout(self, total_s: float) -> aiohttp.ClientTimeout:
+        # A short connect timeout: an unreachable coordinator must show up in
+        # seconds, while a long-poll may legitimately keep the socket quiet.
+        return aiohttp.ClientTimeout(
+            total=total_s, connect=self.connect_timeout_s, sock_connect=self.connect_timeout_s
+        )
+
+    async def _post(
+        self,
+        path: str,
+        body: BaseModel | None,
+        correlation_id: str | None = None,
+        *,
+        timeout: aiohttp.ClientTimeout | None = None,
+    ) -> Any:
+        headers = {**self.auth_headers, "Content-Type": "application/json"}
+        if correlation_id:
+            headers[CORRELATION_HEADER] = correlation_id
+        payload = body.model_dump_json(exclude_none=True) if body is not None else "{}"
+        try:
+            async with self.session.post(
+                self.base_url + path, data=payload, headers=headers, timeout=timeout
+            ) as response:
+                text = await response.text()
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise CoordinatorUnavailable(_describe(error)) from error
+        return _interpret(status, text)
+
+
+def _interpret(status: int, text: str) -> Any:
+    try:
+        data = json.loads(text) if text else None
+    except json.JSONDecodeError:
+        data = None
+    if 200 <= status < 300:
+        if data is None:
+            raise CoordinatorUnavailable(f"HTTP {status} without a JSON body")
+        return data
+    if status >= 500 or status == 429:
+        raise CoordinatorUnavailable(f"HTTP {status}: {_error_text(data, text)}")
+    code, message = _error_fields(data, text)
+    reason = data.get("reason") if isinstance(data, dict) else None
+    raise CoordinatorRejected(status, code, message, reason if isinstance(reason, str) else None)
+
+
+def _error_fields(data: Any, text: str) -> tuple[str, str]:
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        return str(error.get("code", "unknown")), str(error.get("message", ""))
+    return "unknown", text[:200]
+
+
+def _error_text(data: Any, text: str) -> str:
+    code, message = _error_fields(data, text)
+    return f"{code}: {message}" if message else code
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, TimeoutError):
+        return "timed out"
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _lenient(model: type[ModelT], data: Any) -> ModelT:
+    """Validate an answer, ignoring fields this agent does not know yet."""
+    if not isinstance(data, dict):
+        raise CoordinatorUnavailable(f"expected a JSON object, got {data!r:.200}")
+    known = {name: value for name, value in data.items() if name in model.model_fields}
+    try:
+        return model.model_validate(known)
+    except ValidationError as error:
+        raise CoordinatorUnavailable(f"malformed {model.__name__}: {error}") from error

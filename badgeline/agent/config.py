@@ -1,0 +1,247 @@
+"""Agent settings: one typed object, read from TOML then the environment.
+
+Precedence (highest first): keyword arguments, `BADGELINE_AGENT_*` environment
+variables, the TOML file, the defaults below. Lists and tables take JSON, and
+a table from the environment is merged into the file's:
+`BADGELINE_AGENT_PRINTER='{"port": 9101}'` changes only the printer's port.
+(`BADGELINE_AGENT_PRINTER__HOST=…` works for text values; the printer models
+are strict, so numbers need the JSON form.)
+An invalid value stops start-up with the key that is wrong.
+
+A minimal `agent.toml`::
+
+    printer_id = "printer-a"
+    coordinator_url = "http://venue-server:8420"
+    token = "…"                       # the agent token bound to printer-a
+    state_dir = "/var/lib/badgeline"  # the journal lives here
+
+    [printer]                         # one of the printers.connection kinds
+    kind = "network"
+    host = "10.0.0.21"
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from badgeline.agent.badge.pdfcheck import BadgeLimits
+from badgeline.agent.printers.connection import PrinterConnection
+from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
+
+DEFAULT_WIDTH_DOTS = 576  # 80 mm paper at 203 dpi; 58 mm printers have 384
+JOURNAL_FILE_NAME = "journal.sqlite3"
+MAX_AGENT_ID = 64  # HeartbeatRequest.agent_id's limit
+_POOL_NAME = re.compile(POOL_NAME_PATTERN)
+
+
+def _hostname() -> str:
+    return (socket.gethostname() or "badgeline-agent")[:MAX_AGENT_ID]
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message names every bad key."""
+
+
+class AgentSettings(BaseSettings):
+    """Everything an agent needs to know; every option is documented by its description."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="BADGELINE_AGENT_", env_nested_delimiter="__", extra="forbid"
+    )
+
+    # ------------------------------------------------------------ identity and coordinator
+    printer_id: str = Field(pattern=PRINTER_ID_PATTERN, description="the printer this agent runs")
+    agent_id: str = Field(
+        default_factory=_hostname,
+        min_length=1,
+        max_length=MAX_AGENT_ID,
+        description="names this agent in heartbeats; defaults to the host name",
+    )
+    coordinator_url: str | None = Field(
+        default=None,
+        description="http(s)://host:port of the coordinator; required until mDNS discovery exists",
+    )
+    token: SecretStr = Field(description="the agent token bound to printer_id")
+    labels: list[str] = Field(
+        default_factory=list, max_length=16, description="pools this printer serves"
+    )
+
+    # ------------------------------------------------------------ local state
+    state_dir: Path = Field(default=Path("var/agent"), description="the journal lives here")
+    status_port: int | None = Field(
+        default=None,
+        ge=0,
+        le=65535,
+        description="port of the local status endpoint (accepted, not served yet)",
+    )
+
+    # ------------------------------------------------------------ the printer
+    printer: PrinterConnection = Field(description="how to reach the printer (kind = …)")
+    width_dots: int | None = Field(
+        default=None,
+        ge=8,
+        le=2048,
+        description=f"print width in dots; default {DEFAULT_WIDTH_DOTS} (80 mm), 384 for 58 mm",
+    )
+    escpos_profile: str | None = Field(
+        default=None,
+        min_length=1,
+        description="a python-escpos printer profile (e.g. TM-T20II) to take the width from",
+    )
+    footer: bool = Field(
+        default=True, description="print `job <job_id>` under the badge (traceability)"
+    )
+    max_pdf_bytes: int = Field(default=5 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    max_pdf_pages: int = Field(default=4, ge=1, le=100)
+    render_in_sandbox: bool = Field(
+        default=True,
+        description="rasterise in a memory-capped child process (keep on: hostile PDFs exist)",
+    )
+
+    # ------------------------------------------------------------ loops and timing
+    heartbeat_interval_s: float = Field(default=1.0, gt=0, le=60)
+    probe_interval_s: float = Field(
+        default=1.0, gt=0, le=60, description="how often the printer's status is queried"
+    )
+    lease_wait_s: float = Field(default=20.0, ge=0, le=120, description="lease long-poll wait")
+    prefetch: int = Field(
+        default=2, ge=1, le=50, description="jobs held at once: the printing one and the next"
+    )
+    connect_timeout_s: float = Field(default=3.0, gt=0, le=60)
+    request_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    fetch_timeout_s: float = Field(default=15.0, gt=0, le=300)
+    retry_initial_s: float = Field(
+        default=0.5, gt=0, le=60, description="first back-off delay of every retry loop"
+    )
+    retry_max_s: float = Field(
+        default=15.0, gt=0, le=600, description="cap of every retry loop's back-off"
+    )
+    stop_grace_s: float = Field(
+        default=10.0, ge=0, le=120, description="how long a stop lets the current badge finish"
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("coordinator_url")
+    @classmethod
+    def require_http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return value.rstrip("/")
+
+    @field_validator("labels")
+    @classmethod
+    def require_pool_names(cls, labels: list[str]) -> list[str]:
+        bad = [label for label in labels if not _POOL_NAME.match(label)]
+        if bad:
+            raise ValueError(f"labels must be pool names ({POOL_NAME_PATTERN}): {bad}")
+        return labels
+
+    @model_validator(mode="after")
+    def one_width_source(self) -> AgentSettings:
+        if self.width_dots is not None and self.escpos_profile is not None:
+            raise ValueError("set width_dots or escpos_profile, not both")
+        if self.escpos_profile is not None:
+            profile_width(self.escpos_profile)  # fail at start-up, not at the first badge
+        if self.retry_max_s < self.retry_initial_s:
+            raise ValueError("retry_max_s must be at least retry_initial_s")
+        return self
+
+    # ------------------------------------------------------------ derived values
+
+    @property
+    def effective_width_dots(self) -> int:
+        if self.width_dots is not None:
+            return self.width_dots
+        if self.escpos_profile is not None:
+            return profile_width(self.escpos_profile)
+        return DEFAULT_WIDTH_DOTS
+
+    @property
+    def journal_path(self) -> Path:
+        return self.state_dir / JOURNAL_FILE_NAME
+
+    @property
+    def badge_limits(self) -> BadgeLimits:
+        return BadgeLimits(max_bytes=self.max_pdf_bytes, max_pages=self.max_pdf_pages)
+
+    def require_coordinator_url(self) -> str:
+        if self.coordinator_url is None:
+            raise ConfigError(
+                "coordinator_url is not set: finding the coordinator by mDNS is not built yet,"
+                " so set coordinator_url in the config file or BADGELINE_AGENT_COORDINATOR_URL"
+            )
+        return self.coordinator_url
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = settings_cls.model_config.get("toml_file")
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_path:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
+        return tuple(sources)
+
+
+def profile_width(profile_name: str) -> int:
+    """The paper width in dots that python-escpos's capability database gives a profile."""
+    from badgeline.agent.printers._escpos import escpos_api
+
+    escpos_api()  # imports escpos.capabilities without its side effects (see _escpos)
+    from escpos import capabilities
+
+    try:
+        profile = capabilities.get_profile(profile_name)
+    except KeyError:
+        raise ValueError(
+            f"escpos_profile {profile_name!r} is not a python-escpos profile"
+        ) from None
+    pixels = profile.profile_data.get("media", {}).get("width", {}).get("pixels")
+    if not isinstance(pixels, int):
+        raise ValueError(
+            f"escpos_profile {profile_name!r} does not say its width in dots; set width_dots"
+        )
+    return pixels
+
+
+def describe_validation_error(error: ValidationError, source: str) -> str:
+    lines = [f"invalid agent configuration in {source}:"]
+    for problem in error.errors():
+        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        lines.append(f"  {key}: {problem['msg']}")
+    return "\n".join(lines)
+
+
+def load_agent_settings(path: Path | None = None, **overrides: Any) -> AgentSettings:
+    """Read and validate the settings once, at start-up; ConfigError names what is wrong."""
+    if path is not None and not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+
+    class FromFile(AgentSettings):
+        model_config = SettingsConfigDict(toml_file=path)
+
+    try:
+        loaded = FromFile(**overrides)
+    except ValidationError as error:
+        raise ConfigError(describe_validation_error(error, str(path or "environment"))) from None
+    return loaded

@@ -1,0 +1,170 @@
+"""The printer probe loop and the heartbeat loop.
+
+They are two loops on purpose: a silent printer makes a status probe wait
+out its timeout (seconds), and a heartbeat must not wait for that, or the
+coordinator would count a slow probe as a dead agent. The probe loop keeps
+the latest report in a `PrinterWatch`; the heartbeat sends whatever is latest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import badgeline
+from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
+from badgeline.agent.journal import Journal, JournalError
+from badgeline.agent.printers import AsyncPrinterLink
+from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
+from badgeline.coordinator.events import log_event
+from badgeline.protocol.models import HeartbeatRequest, PrinterHealthReport
+from badgeline.protocol.states import PaperLevel
+
+NOT_PROBED_YET = PrinterHealthReport(reachable=False, detail="not probed yet")
+
+
+def can_print(report: PrinterHealthReport) -> bool:
+    """Whether a badge sent now would come out: reachable, closed, not jammed, has paper."""
+    return (
+        report.reachable
+        and not report.jammed
+        and not report.cover_open
+        and report.paper is not PaperLevel.OUT
+    )
+
+
+class PrinterWatch:
+    """The latest probe of the printer, and a way to wait until it can print."""
+
+    def __init__(self, printer_id: str) -> None:
+        self.printer_id = printer_id
+        self.latest = NOT_PROBED_YET
+        self._ready = asyncio.Event()
+        self._probed = asyncio.Event()
+        self._probe_requested = asyncio.Event()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def update(self, report: PrinterHealthReport) -> None:
+        was_ready, previous = self.ready, self.latest
+        self.latest = report
+        self._probed.set()
+        if can_print(report):
+            self._ready.set()
+        else:
+            self._ready.clear()
+        if was_ready != self.ready or previous.detail != report.detail:
+            level = logging.INFO if self.ready else logging.WARNING
+            log_event(
+                "printer_ready" if self.ready else "printer_not_ready",
+                level,
+                printer_id=self.printer_id,
+                reachable=report.reachable,
+                jammed=report.jammed,
+                cover_open=report.cover_open,
+                paper=str(report.paper),
+                detail=report.detail,
+            )
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    async def wait_first_probe(self, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) until the printer has been probed once.
+
+        A heartbeat sent before that would report "unreachable" for a printer
+        nobody has looked at yet, and the coordinator counts that as a failure.
+        """
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._probed.wait()
+
+    def request_probe(self) -> None:
+        """Probe again now, not at the next interval (e.g. after a failed write)."""
+        self._probe_requested.set()
+
+    async def wait_probe_request(self, timeout_s: float) -> None:
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._probe_requested.wait()
+        except TimeoutError:
+            return
+        self._probe_requested.clear()
+
+
+async def probe_forever(
+    link: AsyncPrinterLink, watch: PrinterWatch, interval_s: float, stopping: asyncio.Event
+) -> None:
+    """Query the printer's status every interval (or when asked) and publish the result."""
+    while not stopping.is_set():
+        # probe() never raises: an unreachable printer is a report, not an error.
+        watch.update(await link.probe())
+        await unless_stopped(watch.wait_probe_request(interval_s), stopping)
+
+
+class Heartbeat:
+    """Sends the latest probe and the journal's counts every interval, through outages."""
+
+    def __init__(
+        self,
+        client: CoordinatorClient,
+        journal: Journal,
+        watch: PrinterWatch,
+        *,
+        agent_id: str,
+        labels: list[str],
+        interval_s: float,
+        backoff: Backoff,
+    ) -> None:
+        self.client = client
+        self.journal = journal
+        self.watch = watch
+        self.agent_id = agent_id
+        self.labels = labels
+        self.interval_s = interval_s
+        self.backoff = backoff
+        self.outage = OutageLog("heartbeat", printer_id=client.printer_id)
+        self.last_answer_state: str | None = None
+
+    async def run(self, stopping: asyncio.Event, first_probe_timeout_s: float) -> None:
+        await unless_stopped(self.watch.wait_first_probe(first_probe_timeout_s), stopping)
+        while not stopping.is_set():
+            delay = self.interval_s if await self.beat_once() else self._retry_delay()
+            if not await sleep_unless_stopped(delay, stopping):
+                return
+
+    def _retry_delay(self) -> float:
+        # Never slower than the normal beat's interval, so a coordinator back from
+        # an outage hears from this printer within one back-off cap.
+        return max(self.interval_s, self.backoff.next_delay())
+
+    async def beat_once(self) -> bool:
+        """One heartbeat; True when the coordinator answered it."""
+        try:
+            counts = await self.journal.counts()
+        except JournalError as error:
+            # A sick journal must not silence the printer's health: send without counts.
+            log_event("journal_counts_failed", logging.WARNING, error=str(error))
+            counts = {}
+        beat = HeartbeatRequest(
+            agent_id=self.agent_id,
+            version=badgeline.__version__,
+            health=self.watch.latest,
+            journal=counts,
+            labels=self.labels,
+        )
+        try:
+            answer = await self.client.heartbeat(beat)
+        except (CoordinatorUnavailable, CoordinatorRejected) as error:
+            self.outage.failed(str(error))
+            return False
+        self.outage.succeeded()
+        self.backoff.reset()
+        if answer.state != self.last_answer_state:
+            log_event("printer_state", printer_id=self.client.printer_id,
+                      state=str(answer.state), paused=answer.paused)  # fmt: skip
+            self.last_answer_state = answer.state
+        return True

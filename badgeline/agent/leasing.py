@@ -1,0 +1,145 @@
+"""The lease loop: long-poll for jobs, journal each lease, prepare its badge, queue it.
+
+The loop holds at most `prefetch` jobs (the one printing and the next), so
+the next badge is fetched and rasterised while the current one prints, but
+jobs are not hoarded: an agent that leases more than it can print soon holds
+work its peers could print, until those leases expire.
+
+It does not lease while the printer cannot print (offline, cover open, out of
+paper): the jobs then stay queued on the coordinator, where its failover can
+move them, instead of waiting here for a printer that may not come back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
+from badgeline.agent.health import PrinterWatch
+from badgeline.agent.journal import Journal, JournalEntry, JournalError, LocalJobState
+from badgeline.agent.outbox import AckOutbox
+from badgeline.agent.prepare import BadgePreparer, BadgeUnprintable, JobTicket, PreparedBadge
+from badgeline.agent.printing import JobSlots
+from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
+from badgeline.coordinator.events import log_event
+from badgeline.protocol.models import LeasedJob
+
+# How long a new lease waits for this agent's own earlier result of the same job
+# to be confirmed (see `_after_own_results_confirmed`).
+OWN_ACK_WAIT_S = 5.0
+
+
+class LeaseLoop:
+    def __init__(
+        self,
+        *,
+        client: CoordinatorClient,
+        journal: Journal,
+        preparer: BadgePreparer,
+        watch: PrinterWatch,
+        outbox: AckOutbox,
+        slots: JobSlots,
+        queue: asyncio.Queue[PreparedBadge],
+        lease_wait_s: float,
+        backoff: Backoff,
+        recovered: list[JournalEntry],
+    ) -> None:
+        self.client = client
+        self.journal = journal
+        self.preparer = preparer
+        self.watch = watch
+        self.outbox = outbox
+        self.slots = slots
+        self.queue = queue
+        self.lease_wait_s = lease_wait_s
+        self.backoff = backoff
+        self.outage = OutageLog("lease", printer_id=client.printer_id)
+        self._recovered = list(recovered)
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        await self._resume_recovered(stopping)
+        while not stopping.is_set():
+            await unless_stopped(self.watch.wait_ready(), stopping)
+            free = await unless_stopped(self.slots.wait_free(), stopping)
+            if free is None or stopping.is_set():
+                return
+            jobs = await self._lease(free, stopping)
+            for job in jobs or []:
+                self.slots.take()
+                await self._take(job, stopping)
+
+    async def _resume_recovered(self, stopping: asyncio.Event) -> None:
+        """Leases journaled before a restart but never granted: try for their grant first."""
+        while self._recovered and not stopping.is_set():
+            entry = self._recovered.pop(0)
+            if await unless_stopped(self.slots.wait_free(), stopping) is None:
+                return
+            self.slots.take()
+            ticket = JobTicket.from_entry(self.client.printer_id, entry)
+            log_event("lease_resumed", **ticket.trace())
+            await self._prepare_and_queue(ticket, stopping)
+
+    async def _lease(self, free: int, stopping: asyncio.Event) -> list[LeasedJob] | None:
+        try:
+            jobs = await unless_stopped(self.client.lease(self.lease_wait_s, free), stopping)
+        except (CoordinatorUnavailable, CoordinatorRejected) as error:
+            self.outage.failed(str(error))
+            await sleep_unless_stopped(self.backoff.next_delay(), stopping)
+            return None
+        self.outage.succeeded()
+        self.backoff.reset()
+        return jobs
+
+    async def _take(self, job: LeasedJob, stopping: asyncio.Event) -> None:
+        ticket = JobTicket(self.client.printer_id, job.job_id, job.lease_id, dict(job.job))
+        try:
+            await self._after_own_results_confirmed(ticket)
+            entry = await self.journal.record_lease(job.job_id, job.lease_id, job.job)
+        except JournalError as error:
+            # Without a journaled lease there is no safe print; the coordinator
+            # takes the job back when the lease expires.
+            log_event("journal_failed", logging.ERROR, error=str(error), **ticket.trace())
+            await self.slots.give_back()
+            await sleep_unless_stopped(self.backoff.next_delay(), stopping)
+            return
+        if entry.state is not LocalJobState.LEASED:
+            log_event("lease_not_printed", logging.WARNING, state=str(entry.state),
+                      reason=entry.error, **ticket.trace())  # fmt: skip
+            await self.slots.give_back()
+            return
+        log_event("lease_journaled", **ticket.trace())
+        await self._prepare_and_queue(ticket, stopping)
+
+    async def _after_own_results_confirmed(self, ticket: JobTicket) -> None:
+        """Let the outbox record the confirmation of this job's earlier result first.
+
+        The coordinator re-queues a job the moment it records a `failed` or
+        `uncertain` ack, and this agent's long-poll can lease it again before
+        the ack's answer reaches the outbox. The journal would then see an
+        unconfirmed `uncertain` lease and refuse the new one, and the job
+        would sit leased here until its lease expired.
+        """
+        if not await self.outbox.wait_until_confirmed(ticket.job_id, OWN_ACK_WAIT_S):
+            log_event("earlier_result_unconfirmed", logging.WARNING, **ticket.trace())
+
+    async def _prepare_and_queue(self, ticket: JobTicket, stopping: asyncio.Event) -> None:
+        try:
+            badge = await self.preparer.prepare(ticket)
+        except BadgeUnprintable as unprintable:
+            await self._fail_before_grant(ticket, unprintable.reason)
+            return
+        # A stop while the queue is full leaves the job `leased` in the journal:
+        # the next start asks for its grant again.
+        await unless_stopped(self.queue.put(badge), stopping)
+
+    async def _fail_before_grant(self, ticket: JobTicket, reason: str) -> None:
+        """A badge that cannot print needs no grant; the coordinator hears why through an ack."""
+        log_event("badge_unprintable", logging.WARNING, error=reason, **ticket.trace())
+        try:
+            await self.journal.record_failed(ticket.job_id, ticket.lease_id, reason)
+        except JournalError as error:
+            log_event("journal_failed", logging.ERROR, error=str(error), **ticket.trace())
+        else:
+            self.outbox.notify()
+        await self.slots.give_back()

@@ -1,0 +1,74 @@
+"""The coordinator goes away while the agent is printing: results wait, nothing prints twice."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from badgeline.emulator import PrinterEmulator
+from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
+from tests.agent.relay import ReplyHoldingRelay
+from tests.helpers import wait_for
+
+
+@pytest.fixture
+async def emulator(start_emulator: Any) -> PrinterEmulator:
+    started: PrinterEmulator = await start_emulator()
+    return started
+
+
+@pytest.fixture
+async def relay(emulator: PrinterEmulator) -> AsyncIterator[ReplyHoldingRelay]:
+    relay = ReplyHoldingRelay("127.0.0.1", emulator.port)
+    await relay.start()
+    yield relay
+    await relay.stop()
+
+
+async def test_results_printed_while_the_coordinator_is_down_are_acked_when_it_returns(
+    coordinator: LiveCoordinator, kiosk: Kiosk, emulator: PrinterEmulator,
+    relay: ReplyHoldingRelay, run_agent: Any, badge_ref: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    # GIVEN an agent whose printer sits behind a relay; the printer is slow to answer
+    # status (a long timeout, and no routine probes that would also wait on the relay)
+    settings = agent_settings(
+        "printer-a", coordinator, emulator, tmp_path / "a",
+        printer={"kind": "emulator", "host": "127.0.0.1", "port": relay.port, "timeout_s": 10},
+        probe_interval_s=60,
+    )  # fmt: skip
+    agent = await run_agent(settings)
+    await wait_for(lambda: _ready(agent))
+    relay.hold_replies()
+    first = await kiosk.submit(badge_ref, "printer-a")
+    second = await kiosk.submit(badge_ref, "printer-a")
+    # AND the first badge has come out: the agent holds its grant and waits for the status
+    await emulator.wait_until(lambda e: len(e.printed) == 1)
+    # WHEN the coordinator goes down before the agent can ack, and the printer answers
+    await coordinator.stop()
+    relay.release_replies()
+    # THEN the agent journals the print and keeps its ack, failing to deliver it
+    await wait_for(lambda: _ack_attempted(agent, first))
+    assert [badge.job_id for badge in emulator.printed] == [first]
+    # WHEN the coordinator comes back
+    await coordinator.start()
+    # THEN the ack arrives, the next badge gets its grant, and both jobs end printed, once
+    await wait_for(lambda: _state_is(kiosk, first, "printed"))
+    await wait_for(lambda: _state_is(kiosk, second, "printed"))
+    assert [badge.job_id for badge in emulator.printed] == [first, second]
+    assert not await agent.journal.pending_acks()
+
+
+async def _ready(agent: Any) -> bool:
+    return bool(agent.watch.ready)
+
+
+async def _ack_attempted(agent: Any, job_id: str) -> bool:
+    return any(ack.job_id == job_id and ack.attempts >= 1
+               for ack in await agent.journal.pending_acks())  # fmt: skip
+
+
+async def _state_is(kiosk: Kiosk, job_id: str, state: str) -> bool:
+    return await kiosk.state(job_id) == state

@@ -1,0 +1,134 @@
+"""CoordinatorClient against the real coordinator: typed answers, refusals, outages."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
+from badgeline.protocol.models import AckRequest, HeartbeatRequest, PrinterHealthReport
+from badgeline.protocol.states import AckResult, PrinterState
+from tests.agent.conftest import Kiosk, LiveCoordinator
+from tests.conftest import agent_token
+
+
+@pytest.fixture
+async def client(coordinator: LiveCoordinator) -> AsyncIterator[CoordinatorClient]:
+    async with CoordinatorClient(
+        coordinator.url, "printer-a", agent_token("printer-a"), connect_timeout_s=1
+    ) as client:
+        yield client
+
+
+def beat(reachable: bool = True) -> HeartbeatRequest:
+    return HeartbeatRequest(
+        agent_id="pi-7", version="0.1.0", health=PrinterHealthReport(reachable=reachable)
+    )
+
+
+async def test_heartbeat_returns_the_printers_verdict(client: CoordinatorClient) -> None:
+    answer = await client.heartbeat(beat())
+    assert answer.state is PrinterState.HEALTHY and answer.paused is False
+    assert answer.heartbeat_interval_s > 0
+
+
+async def test_lease_returns_queued_jobs_and_an_empty_list_after_the_wait(
+    client: CoordinatorClient, kiosk: Kiosk, badge_ref: str
+) -> None:
+    await client.heartbeat(beat())
+    assert await client.lease(wait_s=0, max_jobs=2) == []
+    job_id = await kiosk.submit(badge_ref, "printer-a")
+    jobs = await client.lease(wait_s=5, max_jobs=2)
+    assert [job.job_id for job in jobs] == [job_id]
+    assert jobs[0].lease_id and jobs[0].job["badge_pdf_ref"] == badge_ref
+
+
+async def test_the_start_grant_is_idempotent_for_one_lease(
+    client: CoordinatorClient, kiosk: Kiosk, badge_ref: str
+) -> None:
+    await client.heartbeat(beat())
+    job_id = await kiosk.submit(badge_ref, "printer-a")
+    [job] = await client.lease(wait_s=5, max_jobs=1)
+    granted = await client.start(job_id, job.lease_id, correlation_id="corr-test-1")
+    # The answer was lost and the agent asks again: the same grant, not a second one.
+    again = await client.start(job_id, job.lease_id)
+    assert granted.granted and again.granted and again.fence == granted.fence
+
+
+async def test_a_canceled_job_is_refused_with_its_reason(
+    client: CoordinatorClient, kiosk: Kiosk, badge_ref: str
+) -> None:
+    await client.heartbeat(beat())
+    job_id = await kiosk.submit(badge_ref, "printer-a")
+    [job] = await client.lease(wait_s=5, max_jobs=1)
+    assert await kiosk.cancel(job_id) == 200
+    refusal = await client.start(job_id, job.lease_id)
+    assert refusal.granted is False and refusal.reason == "canceled"
+
+
+async def test_acks_are_typed_and_idempotent(
+    client: CoordinatorClient, kiosk: Kiosk, badge_ref: str
+) -> None:
+    await client.heartbeat(beat())
+    job_id = await kiosk.submit(badge_ref, "printer-a")
+    [job] = await client.lease(wait_s=5, max_jobs=1)
+    start = await client.start(job_id, job.lease_id)
+    ack = AckRequest(lease_id=job.lease_id, result=AckResult.PRINTED, fence=start.fence)
+    first = await client.ack(job_id, ack, correlation_id="corr-test-1")
+    again = await client.ack(job_id, ack)
+    assert (first.state, first.recorded) == ("printed", True)
+    assert (again.state, again.recorded) == ("printed", False)
+
+
+async def test_a_wrong_token_or_unknown_job_is_rejected_not_retried(
+    coordinator: LiveCoordinator, client: CoordinatorClient
+) -> None:
+    async with CoordinatorClient(coordinator.url, "printer-a", "not-a-token") as stranger:
+        with pytest.raises(CoordinatorRejected) as raised:
+            await stranger.heartbeat(beat())
+    assert raised.value.status == 401 and raised.value.code == "unauthorized"
+    ack = AckRequest(lease_id="lease_x", result=AckResult.PRINTED)
+    with pytest.raises(CoordinatorRejected) as unknown:
+        await client.ack("job_00000000deadbeef", ack)
+    assert unknown.value.status == 404
+
+
+async def test_a_coordinator_that_is_not_there_is_unavailable() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    async with CoordinatorClient(f"http://127.0.0.1:{closed_port}", "printer-a", "t") as client:
+        with pytest.raises(CoordinatorUnavailable):
+            await client.heartbeat(beat())
+
+
+@pytest.fixture
+async def newer_coordinator(aiohttp_server: Any) -> Any:
+    """A coordinator of a later version: extra fields in answers, and a 503 on lease."""
+
+    async def heartbeat(request: web.Request) -> web.Response:
+        return web.json_response({"state": "healthy", "paused": False,
+                                  "heartbeat_interval_s": 1.0, "next_firmware": "2.0"})  # fmt: skip
+
+    async def lease(request: web.Request) -> web.Response:
+        body = {"error": {"code": "store_unavailable", "message": "redis is down"}}
+        return web.json_response(body, status=503)
+
+    app = web.Application()
+    app.router.add_post("/v1/agents/printer-a/heartbeat", heartbeat)
+    app.router.add_post("/v1/agents/printer-a/lease", lease)
+    return await aiohttp_server(app)
+
+
+async def test_answers_with_new_fields_are_read_and_5xx_is_unavailable(
+    newer_coordinator: Any,
+) -> None:
+    url = str(newer_coordinator.make_url("")).rstrip("/")
+    async with CoordinatorClient(url, "printer-a", "t") as client:
+        assert (await client.heartbeat(beat())).state is PrinterState.HEALTHY
+        with pytest.raises(CoordinatorUnavailable, match="store_unavailable"):
+            await client.lease(wait_s=0, max_jobs=1)

@@ -1,0 +1,135 @@
+"""Fetching badge PDFs: file://, http(s):// and artifact://, bounded, with typed refusals."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from badgeline.agent.fetch import BadgeFetcher, FetchRefused
+from tests.agent.conftest import Kiosk, LiveCoordinator
+from tests.conftest import agent_token, auth
+
+LIMIT = 64 * 1024
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+def fetcher(session: aiohttp.ClientSession, coordinator_url: str = "http://127.0.0.1:9") -> Any:
+    return BadgeFetcher(
+        session,
+        coordinator_url=coordinator_url,
+        artifact_headers=auth(agent_token("printer-a")),
+        max_bytes=LIMIT,
+        timeout_s=5,
+        retry_initial_s=0.01,
+    )
+
+
+async def test_file_refs_are_read_and_missing_or_oversized_files_refused(
+    session: aiohttp.ClientSession, tmp_path: Path, badge_pdf: bytes
+) -> None:
+    good = tmp_path / "a badge.pdf"
+    good.write_bytes(badge_pdf)
+    big = tmp_path / "big.pdf"
+    big.write_bytes(b"%PDF-" + b"x" * LIMIT)
+    assert await fetcher(session).fetch(good.as_uri()) == badge_pdf
+    with pytest.raises(FetchRefused, match="no such file"):
+        await fetcher(session).fetch((tmp_path / "gone.pdf").as_uri())
+    with pytest.raises(FetchRefused, match="limit"):
+        await fetcher(session).fetch(big.as_uri())
+    with pytest.raises(FetchRefused, match="must be local"):
+        await fetcher(session).fetch("file://fileserver/share/badge.pdf")
+
+
+class BadgeHost:
+    """A web server that hosts badges the way a registration system might."""
+
+    def __init__(self, badge_pdf: bytes) -> None:
+        self.badge_pdf = badge_pdf
+        self.flaky_failures_left = 2
+        self.authorization_seen: list[str | None] = []
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/badge.pdf", self.badge)
+        app.router.add_get("/endless.pdf", self.endless)
+        app.router.add_get("/flaky.pdf", self.flaky)
+        return app
+
+    async def badge(self, request: web.Request) -> web.Response:
+        self.authorization_seen.append(request.headers.get("Authorization"))
+        return web.Response(body=self.badge_pdf, content_type="application/pdf")
+
+    async def endless(self, request: web.Request) -> web.StreamResponse:
+        # No Content-Length: only counting while reading can stop this.
+        response = web.StreamResponse()
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for _ in range(100):
+            await response.write(b"%" * 8192)
+        return response
+
+    async def flaky(self, request: web.Request) -> web.Response:
+        if self.flaky_failures_left:
+            self.flaky_failures_left -= 1
+            return web.Response(status=503)
+        return web.Response(body=self.badge_pdf, content_type="application/pdf")
+
+
+@pytest.fixture
+async def badge_host(aiohttp_server: Any, badge_pdf: bytes) -> Any:
+    host = BadgeHost(badge_pdf)
+    server = await aiohttp_server(host.app())
+    host.url = str(server.make_url("")).rstrip("/")  # type: ignore[attr-defined]
+    return host
+
+
+async def test_http_refs_are_streamed_with_a_size_limit_and_without_the_agent_token(
+    session: aiohttp.ClientSession, badge_host: Any, badge_pdf: bytes
+) -> None:
+    assert await fetcher(session).fetch(badge_host.url + "/badge.pdf") == badge_pdf
+    assert badge_host.authorization_seen == [None]
+    with pytest.raises(FetchRefused, match="limit"):
+        await fetcher(session).fetch(badge_host.url + "/endless.pdf")
+    with pytest.raises(FetchRefused, match=r"not found \(HTTP 404\)"):
+        await fetcher(session).fetch(badge_host.url + "/missing.pdf")
+
+
+async def test_a_passing_server_error_is_retried_before_the_job_is_failed(
+    session: aiohttp.ClientSession, badge_host: Any, badge_pdf: bytes
+) -> None:
+    assert await fetcher(session).fetch(badge_host.url + "/flaky.pdf") == badge_pdf
+    badge_host.flaky_failures_left = 5
+    with pytest.raises(FetchRefused, match="after 3 attempts"):
+        await fetcher(session).fetch(badge_host.url + "/flaky.pdf")
+
+
+@pytest.mark.parametrize("spelling", ["artifact://{}.pdf", "artifact:///{}.pdf"])
+async def test_artifacts_come_from_the_coordinator_with_the_agent_token(
+    session: aiohttp.ClientSession, coordinator: LiveCoordinator, kiosk: Kiosk,
+    badge_pdf: bytes, spelling: str,
+) -> None:  # fmt: skip
+    sha256 = hashlib.sha256(badge_pdf).hexdigest()
+    await kiosk.upload(badge_pdf, sha256)
+    agent_fetcher = fetcher(session, coordinator.url)
+    assert await agent_fetcher.fetch(spelling.format(sha256)) == badge_pdf
+    missing = hashlib.sha256(b"nothing").hexdigest()
+    with pytest.raises(FetchRefused, match=r"not found \(HTTP 404\) - no artifact"):
+        await agent_fetcher.fetch(spelling.format(missing))
+
+
+async def test_malformed_refs_are_refused(session: aiohttp.ClientSession) -> None:
+    with pytest.raises(FetchRefused, match=r"artifact://<sha256>\.pdf"):
+        await fetcher(session).fetch("artifact://badge.pdf")
+    with pytest.raises(FetchRefused, match="unsupported scheme"):
+        await fetcher(session).fetch("ftp://host/badge.pdf")
