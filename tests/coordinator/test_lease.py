@@ -165,3 +165,25 @@ async def test_a_lease_takes_at_most_max_jobs_from_the_head(client: Client) -> N
     assert [job["job_id"] for job in first] == ids[:2]
     assert len({job["lease_id"] for job in first}) == 2
     assert await flows.queue_ids(client) == ids[2:]
+
+
+async def test_concurrent_leases_never_hand_out_the_same_job(client: Client) -> None:
+    # GIVEN ten queued jobs and twenty agents' long-polls racing for them
+    ids = {(await flows.submit(client))["job_id"] for _ in range(10)}
+    polls = [flows.lease(client, wait=0.5, max_jobs=2) for _ in range(20)]
+    # WHEN they all lease at once
+    leased = [job for batch in await asyncio.gather(*polls) for job in batch]
+    # THEN every job went to exactly one lease
+    assert sorted(job["job_id"] for job in leased) == sorted(ids)
+    assert len({job["lease_id"] for job in leased}) == len(ids)
+
+
+async def test_concurrent_starts_for_one_lease_get_one_fence(client: Client) -> None:
+    job_id = (await flows.submit(client))["job_id"]
+    leased = await flows.lease_one(client)
+    answers = await asyncio.gather(
+        *[flows.start(client, job_id, leased["lease_id"]) for _ in range(10)]
+    )
+    assert {answer["fence"] for answer in answers} == {1}
+    history = (await flows.get_job(client, job_id))["history"]
+    assert [entry["to"] for entry in history].count("printing") == 1

@@ -165,3 +165,16 @@ async def test_a_duplicate_is_logged_with_the_original_job(
     assert logged == ["job_enqueued", "duplicate_suppressed"]
     job = await flows.get_job(client, created["job_id"])
     assert len(job["history"]) == 1
+
+
+async def test_an_unusable_correlation_id_is_replaced_and_still_traced(
+    client: Client, events: pytest.LogCaptureFixture
+) -> None:
+    headers = {**flows.KIOSK, "X-Correlation-ID": "not a usable id; " + "x" * 200}
+    response = await client.post("/v1/jobs", json=job_body(), headers=headers)
+    created = await flows.expect(response, 201)
+    generated = response.headers["X-Correlation-ID"]
+    assert generated == created["correlation_id"] and " " not in generated
+    job = await flows.get_job(client, created["job_id"])
+    [enqueued] = _job_events(events, created["job_id"])
+    _assert_traced(enqueued, job, generated)
