@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
 
@@ -71,6 +72,18 @@ class SeenAgent:
 
     def is_stale(self, now: float, stale_after_s: float) -> bool:
         return now - self.last_seen > stale_after_s
+
+    def to_json(self) -> dict[str, object]:
+        """What `GET /v1/printers` shows of an agent's mDNS advert."""
+        return {
+            "printer_id": self.printer_id,
+            "address": self.address,
+            "port": self.port,
+            "status_url": self.status_url,
+            "model": self.model,
+            "version": self.version,
+            "last_seen": datetime.fromtimestamp(self.last_seen, UTC).isoformat(),
+        }
 
 
 class _LastSeenListener(RecordUpdateListener):

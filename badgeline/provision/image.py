@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import os
 import struct
+import warnings
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Self
 
-from pyfatfs.PyFatFS import PyFatFS
+with warnings.catch_warnings():
+    # pyfatfs sits on PyFilesystem2 (`fs`), whose package __init__ still calls
+    # pkg_resources.declare_namespace: newer setuptools warn about it on import.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from pyfatfs.PyFatFS import PyFatFS
 
 SECTOR_BYTES = 512
 # MBR partition types of FAT32 (CHS, LBA) and FAT16 (LBA): the Pi uses 0x0c.

@@ -38,6 +38,9 @@ async def test_an_agent_in_another_process_is_seen_with_its_address_port_and_txt
     }
     assert agent.status_url == "http://127.0.0.1:18421"
     assert time.time() - agent.last_seen < 5
+    shown = agent.to_json()
+    assert shown["address"] == "127.0.0.1" and shown["model"] == "TM-T20III"
+    assert str(shown["last_seen"]).endswith("+00:00")
 
 
 async def test_a_clean_goodbye_removes_the_agent(mdns_peer: PeerFactory) -> None:
