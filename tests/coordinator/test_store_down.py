@@ -1,0 +1,40 @@
+"""When Redis is unreachable the coordinator answers 503 store_unavailable with
+Retry-After (the kiosk retries with the same key), never a 500, and /healthz
+says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio import Redis
+
+from badgeline.coordinator.app import create_app
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.redis_server import EmbeddedRedis
+from tests.coordinator import flows
+from tests.helpers import job_body
+
+
+async def test_an_unreachable_store_is_a_503_with_retry_after(
+    aiohttp_client: Any, settings: CoordinatorSettings, tmp_path: Path
+) -> None:
+    # GIVEN a coordinator on a Redis server of its own
+    server = EmbeddedRedis(tmp_path / "redis", appendfsync="everysec")
+    server.start()
+    redis = Redis.from_url(server.url, socket_connect_timeout=1)
+    try:
+        client = await aiohttp_client(create_app(settings, redis))
+        await flows.submit(client)
+        # WHEN the server goes away
+        server.stop()
+        # THEN requests are answered 503 in the error shape, telling the caller to retry
+        response = await client.post("/v1/jobs", json=job_body(), headers=flows.KIOSK)
+        flows.assert_error_shape(await flows.expect(response, 503), "store_unavailable")
+        assert response.headers["Retry-After"] == "1"
+        health = await client.get("/healthz")
+        assert health.status == 503 and (await health.json())["ok"] is False
+        await client.close()
+    finally:
+        await redis.aclose()
+        server.stop()
