@@ -179,6 +179,15 @@ class LocalVenue:
             self.start_emulator(printer_id)
         for printer_id in self.printer_ids:
             self.start_agent(printer_id)
+        wait_until(self.all_printers_healthy, 60, "every printer to report healthy")
+
+    def printer_states(self) -> dict[str, str]:
+        printers = self.api("GET", "/v1/printers")["printers"]
+        return {p["printer_id"]: p["state"] for p in printers}
+
+    def all_printers_healthy(self) -> bool:
+        states = self.printer_states()
+        return all(states.get(p) == "healthy" for p in self.printer_ids)
 
     def stop(self) -> None:
         # Agents first, so they do not spend their last seconds retrying a dead coordinator.

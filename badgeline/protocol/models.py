@@ -55,7 +55,8 @@ class PrintJob(StrictModel):
             raise ValueError(
                 f"badge_pdf_ref must be a URL with scheme {', '.join(PDF_REF_SCHEMES)}"
             )
-        if not parts.path.lower().endswith(".pdf"):
+        # artifact://<sha256>.pdf has its name in the "host" part of the URL.
+        if not (parts.netloc + parts.path).lower().endswith(".pdf"):
             raise ValueError("badge_pdf_ref must name a rendered .pdf file")
         return value
 
