@@ -194,6 +194,39 @@ class LocalVenue:
         for name in sorted(self.processes, key=lambda n: (not n.startswith("agent"), n)):
             self.processes[name].stop()
 
+    def kill_agent(self, printer_id: str) -> None:
+        """SIGKILL, as a power cut would: no goodbye, no last heartbeat."""
+        self.processes[f"agent-{printer_id}"].kill()
+
+    def restart_agent(self, printer_id: str) -> ManagedProcess:
+        self.processes[f"agent-{printer_id}"].stop()
+        return self.start_agent(printer_id)
+
+    def set_fault(self, printer_id: str, fault: str) -> None:
+        http_json("POST", self.emulator_url(printer_id) + "/fault", {"fault": fault})
+
+    def set_speed(self, printer_id: str, ms_per_badge: int) -> None:
+        http_json("POST", self.emulator_url(printer_id) + "/speed", {"ms_per_badge": ms_per_badge})
+
+    def submit(self, printer_target: str, attendee_id: str, pdf_ref: str,
+               priority: int = 100, idempotency_key: str | None = None) -> Any:
+        return self.api("POST", "/v1/jobs", {
+            "attendee_id": attendee_id, "badge_pdf_ref": pdf_ref,
+            "printer_target": printer_target, "priority": priority,
+            "idempotency_key": idempotency_key or f"scan-{attendee_id}-{secrets.token_hex(4)}",
+        }, self.kiosk_token)  # fmt: skip
+
+    def upload_badge(self, pdf: bytes) -> str:
+        """Put a badge PDF in the artifact store; returns its `artifact://` ref."""
+        import hashlib
+
+        sha = hashlib.sha256(pdf).hexdigest()
+        self.api("PUT", f"/v1/artifacts/{sha}.pdf", pdf, self.kiosk_token)
+        return f"artifact://{sha}.pdf"
+
+    def job(self, job_id: str) -> Any:
+        return self.api("GET", f"/v1/jobs/{job_id}")
+
     def emulator_url(self, printer_id: str) -> str:
         return f"http://127.0.0.1:{self.printers[printer_id].control_port}"
 
