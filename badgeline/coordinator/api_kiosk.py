@@ -105,8 +105,12 @@ async def cancel_job(request: web.Request) -> web.Response:
     state = await coordinator.store.cancel(job_id, identity.actor, "canceled by " + identity.actor)
     view = await coordinator.store.get_job(job_id)
     if view is not None:
+        # The job's own correlation id, as on every other line about it; the
+        # cancel request's id goes alongside.
         job_event(
             "job_canceled", job_id=job_id, printer_id=view.printer_id,
-            idempotency_key=view.idempotency_key, correlation_id=correlation_id(request),
+            idempotency_key=view.idempotency_key,
+            correlation_id=await coordinator.store.correlation_id_of(job_id),
+            request_correlation_id=correlation_id(request),
         )  # fmt: skip
     return json_response(CancelResult(job_id=job_id, state=state))
