@@ -65,4 +65,5 @@ def settings(redis_server: EmbeddedRedis, tmp_path: Path) -> CoordinatorSettings
         tokens=test_tokens(),
         lease_scan_interval_s=0.1,
         retry_backoff_unit_s=0.01,
+        mdns=False,  # the mDNS tests start their own adverts and browsers
     )

@@ -67,8 +67,16 @@ async def printer_summary(coordinator: Coordinator, printer_id: str, now_ms: int
         "agent_id": raw.get("agent_id"),
         "version": raw.get("version"),
         "labels": json.loads(raw.get("labels", "[]")),
-        "address": raw.get("address"),
+        "address": _advertised(coordinator, printer_id),
     }
+
+
+def _advertised(coordinator: Coordinator, printer_id: str) -> dict[str, object] | None:
+    """Where the printer's agent is, as its mDNS advert says (None if not heard)."""
+    if coordinator.agent_browser is None:
+        return None
+    seen = coordinator.agent_browser.get(printer_id)
+    return seen.to_json() if seen is not None else None
 
 
 async def _now_ms(coordinator: Coordinator) -> int:

@@ -82,6 +82,18 @@ class CoordinatorSettings(BaseSettings):
     max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
     tokens: list[TokenEntry] = Field(default_factory=list)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    mdns: bool = Field(default=True, description="advertise the API and browse agents by mDNS")
+    mdns_interfaces: list[str] | None = Field(
+        default=None, description="addresses to run mDNS on; unset = the listen address's"
+    )
+
+    def mdns_interface_list(self) -> list[str] | None:
+        """mDNS on the address we serve on: loopback-only coordinators stay loopback-only."""
+        if self.mdns_interfaces is not None:
+            return self.mdns_interfaces
+        if self.listen_host in ("0.0.0.0", "", "::"):
+            return None
+        return [self.listen_host]
 
     @classmethod
     def settings_customise_sources(

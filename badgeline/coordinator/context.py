@@ -13,6 +13,7 @@ from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.routing import Router
 from badgeline.coordinator.store import JobStore
 from badgeline.coordinator.wakeups import WakeHub
+from badgeline.discovery.agents import AgentBrowser
 
 
 @dataclass
@@ -23,12 +24,16 @@ class Coordinator:
     wakeups: WakeHub
     router: Router
     failover: FailoverController
+    agent_browser: AgentBrowser | None = None
     # Set by a heartbeat that changed a printer's state, so the monitor acts now
     # instead of at its next tick.
     monitor_wakeup: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 COORDINATOR = web.AppKey("coordinator", Coordinator)
+# Set by the dashboard's session middleware once a session cookie (and, on a
+# write, its CSRF header) checked out; never set when a Bearer header is sent.
+SESSION_IDENTITY = web.RequestKey("session_identity", Identity)
 
 
 def coordinator_of(request: web.Request) -> Coordinator:
@@ -39,7 +44,9 @@ def authenticate(request: web.Request, *roles: Role) -> tuple[Coordinator, Ident
     from badgeline.coordinator.auth import require_role
 
     coordinator = coordinator_of(request)
-    identity = coordinator.auth.identify(request.headers.get("Authorization"))
+    identity = request.get(SESSION_IDENTITY) or coordinator.auth.identify(
+        request.headers.get("Authorization")
+    )
     if roles:
         require_role(identity, *roles)
     return coordinator, identity

@@ -7,15 +7,18 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from aiohttp import web
 from redis.asyncio import Redis
 
+from badgeline import systemd_notify
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings, load_coordinator_settings
 from badgeline.coordinator.events import configure_logging, log_event
 from badgeline.coordinator.redis_server import EmbeddedRedis, RedisServerError
+from badgeline.discovery.advertise import CoordinatorAdvertiser
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,15 +51,40 @@ async def serve(settings: CoordinatorSettings) -> None:
         await runner.setup()
         site = web.TCPSite(runner, settings.listen_host, settings.listen_port)
         await site.start()
-        log_event("coordinator_ready", url=f"http://{settings.listen_host}:{settings.listen_port}",
-                  venue=settings.venue)  # fmt: skip
-        await _wait_for_stop_signal()
-        log_event("coordinator_stopping")
+        async with _announced(settings):
+            log_event("coordinator_ready",
+                      url=f"http://{settings.listen_host}:{settings.listen_port}",
+                      venue=settings.venue)  # fmt: skip
+            await _wait_for_stop_signal()
+            log_event("coordinator_stopping")
     finally:
         await runner.cleanup()
         await redis.aclose()
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
+
+
+@contextlib.asynccontextmanager
+async def _announced(settings: CoordinatorSettings) -> AsyncIterator[None]:
+    """Tell systemd we are up (and keep its watchdog fed from the event loop
+    itself, so a wedged loop gets restarted) and advertise the API by mDNS."""
+    advertiser = None
+    if settings.mdns:
+        advertiser = CoordinatorAdvertiser(
+            settings.venue, port=settings.listen_port, interfaces=settings.mdns_interface_list()
+        )
+        await advertiser.start()
+    systemd_notify.notify_ready(status=f"serving venue {settings.venue}")
+    watchdog = asyncio.create_task(systemd_notify.watchdog_loop(), name="systemd-watchdog")
+    try:
+        yield
+    finally:
+        systemd_notify.notify_stopping()
+        watchdog.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watchdog
+        if advertiser is not None:
+            await advertiser.stop()
 
 
 async def _wait_for_stop_signal() -> None:
