@@ -1,0 +1,819 @@
+"""Accepted jobs/s and latency of POST /v1/jobs: the coordinator beside a bare handler.
+
+    .venv/bin/python bench/bench_accept.py [--requests 5000] [--rounds 5] [--concurrency 50]
+        [--fsync always,everysec] [--printers 16] [--paced-rate 500] [--time-limit 600]
+        [--py-spy profile.svg [--profile coordinator|bare]]
+
+One run starts one Redis (the shipped valkey-server via EmbeddedRedis, on 127.0.0.1)
+and two server processes, measured as three targets:
+
+- coordinator: the real one, `python -m badgeline.cli coordinator --config <toml>
+  --redis-url <url> --port <p>`, with a kiosk token and a high-water mark far above
+  what the run enqueues, the jobs spread over several printers so no job is shed;
+- bare: a process of its own (this file, --serve-bare) whose aiohttp handler
+  validates the same `PrintJob` model and makes one EVALSHA of a script that
+  returns at once (the reference the target is set against);
+- bare+write: the same process and handler on another route, with a script that
+  INCRs one key, so that the AOF fsync the coordinator's writes cost is paid here
+  too (a reference row, not part of the target).
+
+The load generator is this process: 50 kiosk clients (one aiohttp ClientSession,
+keep-alive) POST distinct jobs, a fixed number per round. Rounds alternate between
+the servers, for each appendfsync policy (set on the same Redis with CONFIG SET).
+Reported: median over rounds of jobs/s, p50 and p99, the ratio to the bare
+handler, and the server's CPU per job (steadier than jobs/s when other work
+shares the machine; a round waits up to --quiet-wait s for the machine to go
+quiet before it starts). With 50 clients that never pause, latency is mostly
+queueing (p50 ~ 50 / jobs/s), so a second, paced series offers a fixed rate
+(default 500 jobs/s, open loop) and reports the latency a job sees when the
+server is not saturated. The machine has 2 cores shared by the load generator,
+the server under test and Redis, so the CPU each used is printed beside the
+figures.
+
+A benchmark, not a test: it asserts nothing. Everything it starts is stopped and
+its temporary directory removed at the end, also on Ctrl-C or the time limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import json
+import os
+import platform
+import secrets
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Run from a checkout without installing: make `badgeline` importable.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiohttp
+from aiohttp import web
+from pydantic import ValidationError
+from redis.asyncio import Redis
+
+from badgeline.coordinator.auth import token_digest
+from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
+from badgeline.protocol.models import PrintJob
+
+REPO = Path(__file__).resolve().parent.parent
+KIOSK_TOKEN = "bench-kiosk-" + secrets.token_hex(8)
+OPERATOR_TOKEN = "bench-operator-" + secrets.token_hex(8)
+HOST = "127.0.0.1"
+VENUE = "bench"
+HIGH_WATER_MARK = 100_000  # the largest the settings allow
+TARGETS = ("coordinator", "bare", "bare+write")
+NOOP_SCRIPT = "return 1"
+WRITE_SCRIPT = "return redis.call('INCR', KEYS[1])"
+PACED_LEAD_S = 0.05  # a paced round's first job is due this long after it starts
+_PR_SET_PDEATHSIG = 1
+
+
+def agent_token(printer_id: str) -> str:
+    return f"bench-agent-{printer_id}"
+
+
+def printer_ids(count: int) -> list[str]:
+    return [f"printer-bench{n:02d}" for n in range(count)]
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _die_with_parent() -> None:
+    # A child must not outlive the benchmark if it is killed: SIGTERM on our death.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def spawn(command: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            command, cwd=REPO, env=child_env(), stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
+        )  # fmt: skip
+
+
+def stop_process(process: subprocess.Popen[bytes] | None, timeout_s: float = 10.0) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+async def wait_until_serving(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 30
+    async with aiohttp.ClientSession() as session:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                tail = log.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"{process.args!r} exited at start-up:\n{tail}")
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"{url} did not answer within 30 s; see {log}")
+
+
+def machine_busy_seconds() -> float:
+    """CPU time all processes on the machine have used so far (Linux /proc/stat)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# --------------------------------------------------------------------------- config
+
+
+def write_coordinator_config(path: Path, printers: Sequence[str], state_dir: Path) -> None:
+    """A TOML the coordinator loads as shipped: defaults except what the bench needs."""
+    entries: list[tuple[str, str, str, str | None]] = [
+        ("bench-kiosk", "kiosk", KIOSK_TOKEN, None),
+        ("bench-ops", "operator", OPERATOR_TOKEN, None),
+    ]
+    entries += [(f"agent-{p}", "agent", agent_token(p), p) for p in printers]
+    lines = [f'venue = "{VENUE}"', f"high_water_mark = {HIGH_WATER_MARK}",
+             f"state_dir = {json.dumps(str(state_dir))}", ""]  # fmt: skip
+    for name, role, token, printer_id in entries:
+        lines += ["[[tokens]]", f'name = "{name}"', f'role = "{role}"',
+                  f'sha256 = "{token_digest(token)}"']  # fmt: skip
+        if printer_id:
+            lines.append(f'printer_id = "{printer_id}"')
+        lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def coordinator_command(config: Path, redis_url: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "badgeline.cli", "coordinator", "--config", str(config),
+            "--redis-url", redis_url, "--port", str(port)]  # fmt: skip
+
+
+@dataclass
+class Coordinator:
+    """The real coordinator, in its own process, on a Redis the caller started."""
+
+    work_dir: Path
+    redis_url: str
+    printers: Sequence[str]
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.work_dir / "coordinator.log"
+
+    @property
+    def config_path(self) -> Path:
+        return self.work_dir / "coordinator.toml"
+
+    def command(self) -> list[str]:
+        return coordinator_command(self.config_path, self.redis_url, self.port)
+
+    async def start(self) -> None:
+        write_coordinator_config(self.config_path, self.printers, self.work_dir / "state")
+        self.process = spawn(self.command(), self.log_path)
+        await wait_until_serving(self.base_url + "/healthz", self.process, self.log_path)
+
+    def stop(self) -> None:
+        stop_process(self.process)
+
+
+# --------------------------------------------------------------------------- bare server
+
+BARE_SCRIPTS = web.AppKey("bare_scripts", dict)
+
+
+async def _bare_submit(request: web.Request, script_name: str) -> web.Response:
+    raw = await request.read()
+    try:
+        job = PrintJob.model_validate_json(raw)
+    except ValidationError as error:
+        return web.json_response({"code": "validation_failed", "message": str(error)}, status=422)
+    script = request.app[BARE_SCRIPTS][script_name]
+    await script(keys=["{bench}:bare:counter"], args=[job.idempotency_key])
+    body = {"job_id": "job_" + secrets.token_hex(8), "state": "queued",
+            "printer_id": job.printer_target, "position": 0, "duplicate": False}  # fmt: skip
+    return web.json_response(body, status=201)
+
+
+async def bare_submit(request: web.Request) -> web.Response:
+    return await _bare_submit(request, "noop")
+
+
+async def bare_submit_write(request: web.Request) -> web.Response:
+    return await _bare_submit(request, "write")
+
+
+async def bare_healthz(request: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
+
+
+async def serve_bare(port: int, redis_url: str) -> None:
+    redis = Redis.from_url(redis_url)
+    app = web.Application()
+    app[BARE_SCRIPTS] = {"noop": redis.register_script(NOOP_SCRIPT),
+                         "write": redis.register_script(WRITE_SCRIPT)}  # fmt: skip
+    app.router.add_post("/v1/jobs", bare_submit)
+    app.router.add_post("/v1/jobs-write", bare_submit_write)
+    app.router.add_get("/healthz", bare_healthz)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, HOST, port).start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+        await redis.aclose()
+
+
+@dataclass
+class BareServer:
+    work_dir: Path
+    redis_url: str
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(Path(__file__).resolve()), "--serve-bare",
+                "--port", str(self.port), "--redis-url", self.redis_url]  # fmt: skip
+
+    async def start(self) -> None:
+        log = self.work_dir / "bare.log"
+        self.process = spawn(self.command(), log)
+        await wait_until_serving(self.base_url + "/healthz", self.process, log)
+
+    def stop(self) -> None:
+        stop_process(self.process)
+
+
+# --------------------------------------------------------------------------- load
+
+
+@dataclass
+class RoundResult:
+    target: str
+    fsync: str
+    rate: float  # offered jobs/s of a paced round; 0 = closed loop (as fast as answered)
+    accepted: int
+    statuses: Counter[int]
+    wall_s: float
+    latencies_ms: list[float]
+    cpu_s: dict[str, float]
+
+    @property
+    def jobs_per_s(self) -> float:
+        return self.accepted / self.wall_s if self.wall_s else 0.0
+
+    def percentile(self, q: float) -> float:
+        return percentile(self.latencies_ms, q)
+
+    def cpu_pct(self, name: str) -> float:
+        return 100 * self.cpu_s[name] / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def server_ms_per_job(self) -> float:
+        """CPU the server spent per accepted job: unlike jobs/s, barely moved by contention."""
+        return 1000 * self.cpu_s["server"] / self.accepted if self.accepted else float("nan")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile, q in 0..100."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def job_bodies(count: int, printers: Sequence[str], tag: str) -> list[bytes]:
+    """Distinct, valid jobs spread round-robin over the printers."""
+    return [
+        json.dumps({
+            "attendee_id": f"att-{tag}-{n}",
+            "badge_pdf_ref": f"https://badges.example/{tag}/{n}.pdf",
+            "printer_target": printers[n % len(printers)],
+            "priority": 100,
+            "idempotency_key": f"scan-{tag}-{n}",
+        }).encode()
+        for n in range(count)
+    ]  # fmt: skip
+
+
+async def post_all(
+    session: aiohttp.ClientSession, url: str, bodies: Sequence[bytes], concurrency: int
+) -> tuple[Counter[int], list[float]]:
+    """POST every body once with `concurrency` workers; status 0 = no response."""
+    statuses: Counter[int] = Counter()
+    latencies: list[float] = []
+    indices: Iterator[int] = iter(range(len(bodies)))
+    headers = {"Authorization": f"Bearer {KIOSK_TOKEN}", "Content-Type": "application/json"}
+
+    async def worker() -> None:
+        for index in indices:
+            started = time.perf_counter()
+            try:
+                async with session.post(url, data=bodies[index], headers=headers) as response:
+                    await response.read()
+                    status = response.status
+            except (aiohttp.ClientError, TimeoutError):
+                status = 0
+            latencies.append((time.perf_counter() - started) * 1000)
+            statuses[status] += 1
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return statuses, latencies
+
+
+async def post_paced(
+    session: aiohttp.ClientSession,
+    url: str,
+    bodies: Sequence[bytes],
+    concurrency: int,
+    rate: float,
+) -> tuple[Counter[int], list[float]]:
+    """Open loop: job i is due at start + i/rate, sent by one of `concurrency` clients.
+
+    Latency counts from the due time, so time spent waiting for a free client
+    (the server falling behind) is part of it, not hidden (no coordinated omission).
+    """
+    statuses: Counter[int] = Counter()
+    latencies: list[float] = []
+    clients = asyncio.Semaphore(concurrency)
+    headers = {"Authorization": f"Bearer {KIOSK_TOKEN}", "Content-Type": "application/json"}
+    start = time.perf_counter() + PACED_LEAD_S
+
+    async def one(index: int) -> None:
+        due = start + index / rate
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        async with clients:
+            try:
+                async with session.post(url, data=bodies[index], headers=headers) as response:
+                    await response.read()
+                    status = response.status
+            except (aiohttp.ClientError, TimeoutError):
+                status = 0
+        latencies.append((time.perf_counter() - due) * 1000)
+        statuses[status] += 1
+
+    await asyncio.gather(*(one(index) for index in range(len(bodies))))
+    return statuses, latencies
+
+
+@dataclass
+class Bench:
+    args: argparse.Namespace
+    redis: EmbeddedRedis
+    coordinator: Coordinator
+    bare: BareServer
+    deadline: float
+    rounds_run: int = 0
+    results: list[RoundResult] = field(default_factory=list)
+    run_tag: str = field(default_factory=lambda: secrets.token_hex(3))
+    quiet_waits: list[float] = field(default_factory=list)  # machine CPU% when rounds began
+
+    def url(self, target: str) -> str:
+        if target == "coordinator":
+            return self.coordinator.base_url + "/v1/jobs"
+        return self.bare.base_url + ("/v1/jobs-write" if target == "bare+write" else "/v1/jobs")
+
+    def server_pid(self, target: str) -> int:
+        process = self.coordinator.process if target == "coordinator" else self.bare.process
+        assert process is not None
+        return process.pid
+
+    def remaining_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+    async def round(
+        self, target: str, fsync: str, requests: int, rate: float = 0, quiet: bool = True
+    ) -> RoundResult:
+        self.rounds_run += 1
+        tag = f"{self.run_tag}-{self.rounds_run}"
+        if quiet:
+            await self.wait_for_quiet()
+        bodies = job_bodies(requests, self.args.printer_ids, tag)
+        timeout = aiohttp.ClientTimeout(total=30)
+        connector = aiohttp.TCPConnector(limit=self.args.concurrency)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            # Open the keep-alive connections before the clock starts.
+            warm = job_bodies(self.args.concurrency, self.args.printer_ids, tag + "-w")
+            await post_all(session, self.url(target), warm, self.args.concurrency)
+            pids = {"server": self.server_pid(target), "redis": self.redis_pid()}
+            cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            client_before = time.process_time()
+            machine_before = machine_busy_seconds()
+            started = time.perf_counter()
+            if rate:
+                statuses, latencies = await post_paced(
+                    session, self.url(target), bodies, self.args.concurrency, rate
+                )
+            else:
+                statuses, latencies = await post_all(
+                    session, self.url(target), bodies, self.args.concurrency
+                )
+            wall = time.perf_counter() - started - (PACED_LEAD_S if rate else 0.0)
+            cpu = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
+            cpu["client"] = time.process_time() - client_before
+            # Everything else on the machine (other test suites, the OS): the noise.
+            cpu["others"] = max(0.0, machine_busy_seconds() - machine_before - sum(cpu.values()))
+        return RoundResult(target, fsync, rate, statuses[201], statuses, wall, latencies, cpu)
+
+    async def wait_for_quiet(self) -> None:
+        """Start a round when the rest of the machine is quiet, or after --quiet-wait s."""
+        give_up = time.monotonic() + min(self.args.quiet_wait, max(self.remaining_s(), 0))
+        while True:
+            before = machine_busy_seconds()
+            await asyncio.sleep(0.5)
+            busy_pct = (machine_busy_seconds() - before) / 0.5 * 100
+            if busy_pct <= self.args.quiet_below or time.monotonic() >= give_up:
+                self.quiet_waits.append(busy_pct)
+                return
+
+    def redis_pid(self) -> int:
+        assert self.redis.process is not None
+        return self.redis.process.pid
+
+    async def run_mode(self, fsync: str, admin: Redis) -> None:
+        await admin.config_set("appendfsync", fsync)
+        print(f"  appendfsync={fsync}: warm-up", flush=True)
+        for target in self.args.targets:
+            await asyncio.wait_for(
+                self.round(target, fsync, self.args.warmup, quiet=False),
+                max(self.remaining_s(), 0.1),
+            )
+        await self.rounds(fsync, self.args.requests, 0)
+        if self.args.paced_rate > 0:
+            await self.rounds(fsync, self.args.paced_requests, self.args.paced_rate)
+
+    async def rounds(self, fsync: str, requests: int, rate: float) -> None:
+        load = f"paced {rate:.0f}/s" if rate else "closed loop"
+        for number in range(self.args.paced_rounds if rate else self.args.rounds):
+            order = list(self.args.targets)
+            if number % 2:
+                order.reverse()
+            for target in order:
+                if self.remaining_s() <= 0:
+                    print("  time limit reached: stopping early", flush=True)
+                    return
+                result = await asyncio.wait_for(
+                    self.round(target, fsync, requests, rate), max(self.remaining_s(), 0.1)
+                )
+                self.results.append(result)
+                print(f"  {load} round {number + 1} {target:<12} "
+                      f"{result.jobs_per_s:8.0f} jobs/s  p50 {result.percentile(50):6.1f} ms"
+                      f"  p99 {result.percentile(99):6.1f} ms  server CPU"
+                      f" {result.server_ms_per_job:.3f} ms/job  others"
+                      f" {result.cpu_pct('others'):4.0f}%", flush=True)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- report
+
+
+def fmt_ms(value: float) -> str:
+    return f"{value:7.1f}"
+
+
+def summarize(results: list[RoundResult]) -> dict[str, float]:
+    rates = [r.jobs_per_s for r in results]
+    errors = sum(sum(n for s, n in r.statuses.items() if s != 201) for r in results)
+    summary = {
+        "rounds": len(results),
+        "jobs_per_s": statistics.median(rates),
+        "min": min(rates),
+        "max": max(rates),
+        "p50": statistics.median(r.percentile(50) for r in results),
+        "p99": statistics.median(r.percentile(99) for r in results),
+        "p99_max": max(r.percentile(99) for r in results),
+        "errors": errors,
+    }
+    for name in ("server", "redis", "client", "others"):
+        summary[name] = statistics.median(r.cpu_pct(name) for r in results)
+    summary["cpu_ms"] = statistics.median(r.server_ms_per_job for r in results)
+    return summary
+
+
+def print_mode_table(
+    fsync: str, results: list[RoundResult], targets: Sequence[str], rate: float = 0
+) -> None:
+    results = [r for r in results if r.rate == rate]
+    if not results:
+        return
+    if rate:
+        print(f"\nappendfsync={fsync}, paced at {rate:.0f} jobs/s offered (open loop; latency from"
+              " each job's due time): median over rounds")  # fmt: skip
+    else:
+        print(f"\nappendfsync={fsync}, closed loop (each client sends its next job when answered):"
+              " median over rounds; jobs/s range = slowest..fastest round")  # fmt: skip
+    print(
+        f"{'server':<12} {'rounds':>6} {'jobs/s':>8} {'range':>13} {'p50 ms':>7} {'p99 ms':>7}"
+        f" {'p99 max':>7} {'non-201':>7} {'CPU% server':>11} {'redis':>6} {'client':>6}"
+        f" {'others':>6} {'server CPU ms/job':>17}"
+    )
+    summaries = {}
+    for target in targets:
+        mine = [r for r in results if r.target == target and r.fsync == fsync]
+        if not mine:
+            continue
+        s = summaries[target] = summarize(mine)
+        span = f"{s['min']:.0f}..{s['max']:.0f}"
+        print(f"{target:<12} {s['rounds']:>6.0f} {s['jobs_per_s']:>8.0f} {span:>13} "
+              f"{fmt_ms(s['p50'])} {fmt_ms(s['p99'])} {fmt_ms(s['p99_max'])} {s['errors']:>7.0f}"
+              f" {s['server']:>10.0f}% {s['redis']:>5.0f}% {s['client']:>5.0f}%"
+              f" {s['others']:>5.0f}% {s['cpu_ms']:>17.3f}")  # fmt: skip
+    if "coordinator" in summaries and "bare" in summaries and not rate:
+        coordinator, bare = summaries["coordinator"], summaries["bare"]
+        ratio = coordinator["jobs_per_s"] / bare["jobs_per_s"]
+        print(
+            f"coordinator / bare = {ratio:.2f}x (target >= 0.65x); "
+            f"coordinator p99 = {coordinator['p99']:.1f} ms (target <= 25 ms)"
+        )
+        cost_ratio = bare["cpu_ms"] / coordinator["cpu_ms"]
+        print(
+            f"CPU per job, bare / coordinator = {cost_ratio:.2f}x: the jobs/s ratio when each"
+            " server has a core to itself (less sensitive to the noise than jobs/s)"
+        )
+        ratio_rounds = paired_ratios(results, fsync)
+        if ratio_rounds:
+            print(
+                "  per-round ratios (coordinator / bare of the same round): "
+                + " ".join(f"{x:.2f}" for x in ratio_rounds)
+            )
+
+
+def paired_ratios(results: list[RoundResult], fsync: str) -> list[float]:
+    coordinator = [r for r in results if r.target == "coordinator" and r.fsync == fsync]
+    bare = [r for r in results if r.target == "bare" and r.fsync == fsync]
+    coordinator, bare = [r for r in coordinator if not r.rate], [r for r in bare if not r.rate]
+    return [c.jobs_per_s / b.jobs_per_s for c, b in zip(coordinator, bare, strict=False)]
+
+
+def print_header(args: argparse.Namespace, command: list[str]) -> None:
+    print("bench_accept: POST /v1/jobs, coordinator vs bare aiohttp handler")
+    print(f"code: {git_revision()}")
+    print("command: " + shlex.join([".venv/bin/python", "bench/bench_accept.py", *sys.argv[1:]]))
+    print(f"machine: {os.cpu_count()} cores shared by the load generator (this process), "
+          f"the server under test and Redis; load average {load_average()}")  # fmt: skip
+    print(f"python {platform.python_version()}, aiohttp {aiohttp.__version__}, pid {os.getpid()}")
+    print("CPU% columns: share of one core used during the timed part of a round by the server"
+          " under test, Redis, this load generator, and everything else on the machine (other"
+          " test suites: noise); 2 cores = 200%")  # fmt: skip
+    print(f"load: {args.concurrency} kiosk clients (one ClientSession, keep-alive), "
+          f"{args.requests} distinct jobs per round over {len(args.printer_ids)} printers, "
+          f"{args.rounds} rounds per server per fsync policy after a {args.warmup}-job warm-up,"
+          f" servers alternating; all on {HOST}")  # fmt: skip
+    if args.paced_rate > 0:
+        print(
+            f"then {args.paced_rounds} paced rounds per server of {args.paced_requests} jobs "
+            f"offered at {args.paced_rate:.0f} jobs/s by the same {args.concurrency} clients"
+        )
+    print("coordinator: " + shlex.join(command))
+
+
+def git_revision() -> str:
+    """The commit measured, and whether the working tree differed from it."""
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True,
+            text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    if "dirty" in described:
+        described += " (uncommitted changes in the working tree were measured)"
+    return described
+
+
+def print_quiet_waits(bench: Bench) -> None:
+    waits, args = bench.quiet_waits, bench.args
+    if not waits:
+        return
+    noisy = sum(1 for w in waits if w > args.quiet_below)
+    print(f"machine CPU% in the 0.5 s before each round: median {statistics.median(waits):.0f}%, "
+          f"max {max(waits):.0f}%; {noisy} of {len(waits)} rounds started without a quiet moment"
+          f" (over {args.quiet_below:.0f}% after waiting {args.quiet_wait:.0f} s)")  # fmt: skip
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+async def print_redis_facts(admin: Redis, bench: Bench) -> None:
+    server = await admin.info("server")
+    persistence = await admin.info("persistence")
+    version = server.get("valkey_version", server.get("redis_version"))
+    print(
+        f"\nredis: valkey {version} (EmbeddedRedis, AOF on; automatic AOF rewrite turned off for"
+        f" the run), pid {bench.redis_pid()}; AOF rewrites: {persistence.get('aof_rewrites', '?')}"
+    )
+    queued = 0
+    for printer_id in bench.args.printer_ids:
+        queued += await admin.zcard(VenueKeys(VENUE).queue(printer_id))
+    print(f"jobs the coordinator queued in Redis (incl. warm-ups): {queued}")
+    print(f"coordinator log, events above info: {unusual_events(bench.coordinator.log_path)}")
+
+
+def unusual_events(log: Path) -> str:
+    """Warnings and errors the coordinator logged: a failover or shed would skew the run."""
+    found: Counter[str] = Counter()
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            found["(not JSON)"] += 1
+            continue
+        if record.get("level") not in ("info", "debug"):
+            found[str(record.get("event", record.get("message", "?")))] += 1
+    return ", ".join(f"{name} x{n}" for name, n in found.most_common()) or "none"
+
+
+# --------------------------------------------------------------------------- main
+
+
+async def run(args: argparse.Namespace, work_dir: Path) -> None:
+    redis = EmbeddedRedis(work_dir / "redis", appendfsync=args.fsync[0])
+    bench: Bench | None = None
+    coordinator: Coordinator | None = None
+    bare: BareServer | None = None
+    profiler: subprocess.Popen[bytes] | None = None
+    try:
+        await asyncio.to_thread(redis.start)
+        coordinator = Coordinator(work_dir, redis.url, args.printer_ids)
+        bare = BareServer(work_dir, redis.url)
+        print_header(args, coordinator.command())
+        await coordinator.start()
+        await bare.start()
+        if args.py_spy:
+            profiled = coordinator if args.profile == "coordinator" else bare
+            assert profiled.process is not None
+            profiler = start_profiler(args.py_spy, profiled.process.pid, work_dir)
+        bench = Bench(args, redis, coordinator, bare, time.monotonic() + args.time_limit)
+        admin = Redis.from_url(redis.url)
+        # An AOF rewrite (a fork) in the middle of one round would make it incomparable.
+        await admin.config_set("auto-aof-rewrite-percentage", 0)
+        try:
+            for fsync in args.fsync:
+                await bench.run_mode(fsync, admin)
+            for fsync in args.fsync:
+                print_mode_table(fsync, bench.results, args.targets)
+                print_mode_table(fsync, bench.results, args.targets, args.paced_rate)
+            await print_redis_facts(admin, bench)
+        finally:
+            await admin.aclose()
+        print(f"load average at the end: {load_average()}")
+        print_quiet_waits(bench)
+    finally:
+        stop_profiler(profiler, args.py_spy)
+        for server in (coordinator, bare):
+            if server is not None:
+                server.stop()
+        await asyncio.to_thread(redis.stop)
+
+
+def start_profiler(out: Path, pid: int, work_dir: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling one server process for the whole run (it costs some CPU)."""
+    formats = {".svg": "flamegraph", ".json": "speedscope"}
+    command = [str(Path(sys.executable).parent / "py-spy"), "record",
+               "--rate", "100", "--format", formats.get(out.suffix, "raw"), "--output",
+               str(out.resolve()), "--pid", str(pid)]  # fmt: skip
+    print("profiler: " + shlex.join(command), flush=True)
+    return spawn(command, work_dir / "py-spy.log")
+
+
+def stop_profiler(profiler: subprocess.Popen[bytes] | None, out: Path | None) -> None:
+    if profiler is None or profiler.poll() is not None:
+        return
+    profiler.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+    try:
+        profiler.wait(30)
+    except subprocess.TimeoutExpired:
+        profiler.kill()
+        profiler.wait()
+    print(f"profile written to {out}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--requests", type=int, default=5000, help="timed jobs per round")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per server and policy")
+    parser.add_argument("--warmup", type=int, default=1000, help="untimed jobs per server first")
+    parser.add_argument("--concurrency", type=int, default=50, help="concurrent kiosk clients")
+    parser.add_argument("--printers", type=int, default=16, help="printer queues to spread over")
+    parser.add_argument(
+        "--fsync",
+        default="always,everysec",
+        help="appendfsync policies, comma-separated (first = start-up policy)",
+    )
+    parser.add_argument("--targets", default=",".join(TARGETS), help="servers to measure")
+    parser.add_argument(
+        "--paced-rate",
+        type=float,
+        default=500,
+        help="also measure latency at this offered jobs/s (0 = skip)",
+    )
+    parser.add_argument("--paced-requests", type=int, default=2500, help="jobs per paced round")
+    parser.add_argument("--paced-rounds", type=int, default=3, help="paced rounds per server")
+    parser.add_argument(
+        "--quiet-below",
+        type=float,
+        default=25,
+        help="start a round once the machine uses less than this CPU%% (of one core) for 0.5 s...",
+    )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=5,
+        help="...waiting at most this many seconds per round",
+    )
+    parser.add_argument("--time-limit", type=float, default=600, help="hard limit in seconds")
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        metavar="OUT",
+        help="profile a server (see --profile) with py-spy into OUT (.svg flamegraph, "
+        ".json speedscope, else collapsed stacks); needs `pip install py-spy`",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=["coordinator", "bare"],
+        default="coordinator",
+        help="the server --py-spy samples",
+    )
+    parser.add_argument("--serve-bare", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--redis-url", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.fsync = [p for p in args.fsync.split(",") if p]
+    args.targets = [t for t in args.targets.split(",") if t]
+    bad = [p for p in args.fsync if p not in ("always", "everysec", "no")]
+    bad += [t for t in args.targets if t not in TARGETS]
+    if bad:
+        parser.error(f"unknown value(s): {', '.join(bad)}")
+    args.printer_ids = printer_ids(args.printers)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.serve_bare:
+        asyncio.run(serve_bare(args.port, args.redis_url))
+        return 0
+    work_dir = Path(tempfile.mkdtemp(prefix="badgeline-bench-accept-"))
+    try:
+        asyncio.run(run(args, work_dir))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
