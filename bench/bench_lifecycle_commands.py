@@ -22,7 +22,8 @@ it and attributes each command to the EVALSHA it ran under (valkey logs a
 script's commands right after its EVALSHA, marked `lua`). The lease scanner's
 and failover monitor's scripts and connection health checks are counted apart as
 background: they cost per second (or per heartbeat), not per job. The bench's
-own CONFIG RESETSTAT, ECHO (phase markers) and INFO are left out of every figure.
+own CONFIG RESETSTAT, ECHO (phase markers), INFO and the MULTI/EXEC around them
+are left out of every figure.
 
 Scenario 1 (backlog): N jobs are accepted, then the agents lease them with
 wait=0, then start and ack each. Scenario 2 (idle printer): the agent is already
@@ -73,7 +74,7 @@ from badgeline.coordinator.redis_server import EmbeddedRedis
 from badgeline.coordinator.script_loader import load_scripts
 
 # The bench's own commands, never the coordinator's (checked below): left out.
-BENCH_COMMANDS = frozenset({"config|resetstat", "info", "echo"})
+BENCH_COMMANDS = frozenset({"config|resetstat", "info", "echo", "multi", "exec"})
 # Upkeep: the lease scanner and the failover monitor (every interval, and after a
 # heartbeat that changes a printer's state) run these scripts and read the printer
 # registry (SMEMBERS printers, HMGET printer:<id>), never on a job's request path:
@@ -263,13 +264,19 @@ class Bench:
         self, name: str, jobs: int, action: Action, work: frozenset[str] = frozenset({"job"})
     ) -> Phase:
         marker = secrets.token_hex(6)
-        await self.stats.config_resetstat()
-        await self.stats.echo(f"bench-begin-{marker}")
+        # Each pair runs as one transaction, so MONITOR's window (between the two
+        # ECHOs) is exactly commandstats' window (between RESETSTAT and INFO).
+        async with self.stats.pipeline(transaction=True) as pipe:
+            pipe.config_resetstat()
+            pipe.echo(f"bench-begin-{marker}")
+            await pipe.execute()
         started = time.perf_counter()
         calls = await action()
         wall = time.perf_counter() - started
-        raw: dict[str, Any] = await self.stats.info("commandstats")
-        await self.stats.echo(f"bench-end-{marker}")
+        async with self.stats.pipeline(transaction=True) as pipe:
+            pipe.info("commandstats")
+            pipe.echo(f"bench-end-{marker}")
+            raw: dict[str, Any] = (await pipe.execute())[0]
         first = await self.monitor.wait_for(f"bench-begin-{marker}")
         last = await self.monitor.wait_for(f"bench-end-{marker}")
         stats = Counter({k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in raw.items()})
@@ -499,7 +506,7 @@ async def client_address(client: Redis) -> str:
 
 async def drive(args: argparse.Namespace, redis: EmbeddedRedis, coordinator: Coordinator) -> None:
     monitor = Monitor(redis.port, script_names())
-    stats = Redis.from_url(redis.url, single_connection_client=True)
+    stats = Redis.from_url(redis.url)  # used one call at a time: one pooled connection
     await monitor.start()
     try:
         async with aiohttp.ClientSession() as session:
