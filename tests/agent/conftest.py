@@ -166,18 +166,19 @@ def core_font_ref(tmp_path: Path) -> str:
 def agent_settings(
     printer_id: str,
     coordinator: LiveCoordinator,
-    emulator: PrinterEmulator,
+    emulator: PrinterEmulator | None,
     state_dir: Path,
     **overrides: Any,
 ) -> AgentSettings:
+    """Test timing; the printer is `emulator` unless `printer=` names another one."""
     values: dict[str, Any] = {
         "printer_id": printer_id,
         "agent_id": f"test-agent-{printer_id}",
         "coordinator_url": coordinator.url,
         "token": agent_token(printer_id),
         "state_dir": state_dir,
-        "printer": {"kind": "emulator", "host": "127.0.0.1", "port": emulator.port,
-                    "timeout_s": 0.5},
+        "printer": emulator and {"kind": "emulator", "host": "127.0.0.1",
+                                 "port": emulator.port, "timeout_s": 0.5},
         "heartbeat_interval_s": 0.1,
         "probe_interval_s": 0.1,
         "lease_wait_s": 2.0,

@@ -7,6 +7,7 @@ failed attempt, so refusals and failures show up without long waits.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from badgeline.agent.journal import LocalJobState
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.protocol.states import AckResult
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
 from tests.agent.journal_prep import crash_after_lease
 from tests.helpers import wait_for
@@ -77,8 +79,7 @@ async def test_unprintable_badges_are_acked_failed_with_the_reason_and_printing_
     emulator = await start_emulator()
     agent = await run_agent(agent_settings("printer-a", coordinator, emulator, tmp_path / "a"))
     missing_file = (tmp_path / "badges" / "nobody.pdf").as_uri()
-    # (the artifact:///<sha256>.pdf spelling: the kiosk API refuses artifact://<sha256>.pdf
-    # today, see test_an_uploaded_artifact_prints)
+    # (the agent also reads the artifact:///<sha256>.pdf spelling)
     missing_artifact = f"artifact:///{hashlib.sha256(b'never uploaded').hexdigest()}.pdf"
     reasons = {
         await kiosk.submit(missing_file, "printer-a"): "no such file",
@@ -100,11 +101,34 @@ async def test_unprintable_badges_are_acked_failed_with_the_reason_and_printing_
         assert entry.granted_at is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="coordinator bug: PrintJob refuses the artifact://<sha256>.pdf refs the artifact"
-    " store hands out (it looks for .pdf in the URL path, and this name is the netloc)",
-)
+async def test_a_failed_printer_write_is_acked_failed_and_the_printer_reported_gone(
+    coordinator: LiveCoordinator, kiosk: Kiosk, run_agent: Any, badge_ref: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    # GIVEN a printer on a device node (a FIFO here) that cannot report status,
+    # so the agent only learns it is gone when a write fails
+    fifo = tmp_path / "lp0"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    settings = agent_settings(
+        "printer-a", coordinator, None, tmp_path / "a",
+        printer={"kind": "device", "path": str(fifo), "timeout_s": 0.5},
+    )  # fmt: skip
+    agent = await run_agent(settings)
+    await wait_for(lambda: _ready(agent))
+    # WHEN the printer goes away and a badge is granted to it
+    os.close(reader)
+    job_id = await kiosk.submit(badge_ref, "printer-a")
+    # THEN the job fails with the write error, after a journaled grant, never as printed
+    await wait_for(lambda: _state_is(kiosk, job_id, "failed"))
+    assert "printer write failed" in ((await kiosk.job(job_id))["last_error"] or "")
+    entry = await agent.journal.get(job_id)
+    assert entry is not None and entry.granted_at is not None and entry.printed_at is None
+    assert (entry.state, entry.outcome) == (LocalJobState.ACKED, AckResult.FAILED)
+    # AND the agent looks at the printer again and stops taking work for it
+    await wait_for(lambda: _not_ready(agent))
+    assert agent.watch.latest.reachable is False
+
+
 async def test_an_uploaded_artifact_prints(
     coordinator: LiveCoordinator, kiosk: Kiosk, start_emulator: Any, run_agent: Any,
     badge_pdf: bytes, tmp_path: Path,
@@ -119,6 +143,14 @@ async def test_an_uploaded_artifact_prints(
     await emulator.wait_until(lambda e: len(e.printed) == 1)
     await wait_for(lambda: _state_is(kiosk, job_id, "printed"))
     assert [badge.job_id for badge in emulator.printed] == [job_id]
+
+
+async def _ready(agent: Any) -> bool:
+    return bool(agent.watch.ready)
+
+
+async def _not_ready(agent: Any) -> bool:
+    return not agent.watch.ready
 
 
 async def _state_is(kiosk: Kiosk, job_id: str, state: str) -> bool:
