@@ -25,6 +25,9 @@ from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unle
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.models import LeasedJob
 
+# An empty answer quicker than this is not a long-poll (the coordinator caps the
+# wait at 0, or this agent asked for none): pause this long so it is no tight loop.
+MIN_EMPTY_POLL_S = 0.25
 # How long a new lease waits for this agent's own earlier result of the same job
 # to be confirmed (see `_after_own_results_confirmed`).
 OWN_ACK_WAIT_S = 5.0
@@ -81,6 +84,7 @@ class LeaseLoop:
             await self._prepare_and_queue(ticket, stopping)
 
     async def _lease(self, free: int, stopping: asyncio.Event) -> list[LeasedJob] | None:
+        asked_at = asyncio.get_running_loop().time()
         try:
             jobs = await unless_stopped(self.client.lease(self.lease_wait_s, free), stopping)
         except (CoordinatorUnavailable, CoordinatorRejected) as error:
@@ -89,6 +93,9 @@ class LeaseLoop:
             return None
         self.outage.succeeded()
         self.backoff.reset()
+        answered_in = asyncio.get_running_loop().time() - asked_at
+        if jobs == [] and answered_in < MIN_EMPTY_POLL_S:
+            await sleep_unless_stopped(MIN_EMPTY_POLL_S - answered_in, stopping)
         return jobs
 
     async def _take(self, job: LeasedJob, stopping: asyncio.Event) -> None:

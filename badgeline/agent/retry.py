@@ -84,7 +84,9 @@ async def unless_stopped(awaitable: Awaitable[T], stopping: asyncio.Event) -> T 
     """Await `awaitable`, or give up (cancelling it) as soon as `stopping` is set: None then."""
     if stopping.is_set():
         if asyncio.iscoroutine(awaitable):
-            awaitable.close()
+            awaitable.close()  # never started: nothing to cancel, only to discard
+        else:
+            asyncio.ensure_future(awaitable).cancel()
         return None
     work = asyncio.ensure_future(awaitable)
     stop_wait = asyncio.ensure_future(stopping.wait())

@@ -46,6 +46,7 @@ from badgeline.coordinator.events import log_event
 # hang on a coordinator that is away (the journal keeps them for the next start).
 FINAL_FLUSH_S = 3.0
 PRUNE_INTERVAL_S = 3600.0
+FIRST_PROBE_WAIT_MAX_S = 5.0
 
 
 class Agent:
@@ -209,10 +210,12 @@ class Agent:
             interval_s=settings.heartbeat_interval_s, backoff=self._backoff(),
         )  # fmt: skip
         background = self._stopping_background
+        # The first heartbeat waits for the first probe, but not for a whole silent one.
+        first_probe_wait_s = min(link.probe_backstop_s, FIRST_PROBE_WAIT_MAX_S)
         self._background_tasks = [
             self._spawn("probe", probe_forever(link, self.watch, settings.probe_interval_s,
                                                background)),
-            self._spawn("heartbeat", heartbeat.run(background, link.probe_backstop_s)),
+            self._spawn("heartbeat", heartbeat.run(background, first_probe_wait_s)),
             self._spawn("ack-outbox", self._outbox.run(background)),
             self._spawn("housekeeping", self._prune_forever(background)),
         ]  # fmt: skip

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 from redis.asyncio import Redis
 
-from badgeline.coordinator import api_agent, api_kiosk, api_ops, api_printers, artifacts
+from badgeline.coordinator import api_agent, api_kiosk, api_ops, api_printers, artifacts, dashboard
 from badgeline.coordinator.auth import TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR, Coordinator
@@ -57,6 +57,7 @@ def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
     app.add_routes(api_ops.routes)
     app.add_routes(artifacts.routes)
     app.add_routes(api_printers.routes)
+    dashboard.setup(app)
     app.cleanup_ctx.append(_background)
     return app
 

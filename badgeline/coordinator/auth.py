@@ -45,15 +45,20 @@ class TokenAuthority:
         # aiohttp decodes header bytes that are not UTF-8 with surrogateescape;
         # hash the original bytes so such a token is unknown (401), not a 500.
         token = authorization.removeprefix("Bearer ").encode("utf-8", "surrogateescape")
-        presented = hashlib.sha256(token).digest()
+        identity = self.identify_digest(hashlib.sha256(token).digest())
+        if identity is None:
+            raise BadgelineError(ErrorCode.UNAUTHORIZED, "unknown API token")
+        return identity
+
+    def identify_digest(self, presented: bytes) -> Identity | None:
+        """The identity whose token hashes to `presented`. A dashboard session keeps
+        only this digest, so a token rotated out of the config ends its sessions."""
         match: TokenEntry | None = None
         for digest, entry in self._entries:
             # No early exit: every digest is compared on every request.
             if hmac.compare_digest(digest, presented):
                 match = entry
-        if match is None:
-            raise BadgelineError(ErrorCode.UNAUTHORIZED, "unknown API token")
-        return Identity(match.name, match.role, match.printer_id)
+        return None if match is None else Identity(match.name, match.role, match.printer_id)
 
 
 def require_role(identity: Identity, *roles: Role) -> None:

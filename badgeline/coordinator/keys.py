@@ -86,6 +86,10 @@ class VenueKeys:
         """Set of lease ids whose agent reported a physical print of this job."""
         return f"{self.prefix}job:{job_id}:prints"
 
+    def session(self, session_sha256: str) -> str:
+        """A dashboard sign-in, keyed by the SHA-256 of its cookie, never the cookie."""
+        return f"{self.prefix}session:{session_sha256}"
+
     def artifact(self, sha256: str) -> str:
         """A badge PDF uploaded by a kiosk, content-addressed."""
         return f"{self.prefix}artifact:{sha256}"

@@ -1,0 +1,360 @@
+"""The operator dashboard at `GET /`: sign-in, a live SSE snapshot, static assets.
+
+Sign-in trades the operator token for a session: a random id in an HttpOnly,
+SameSite=Strict cookie, and a hash in Redis (keyed by the SHA-256 of the id)
+that holds the *digest* of the token, never the token. Each request re-checks
+that digest against the configured tokens, so rotating a leaked token out of
+the config ends its sessions at the next restart.
+
+A cookie is an ambient credential, so a state-changing request authenticated
+by it must also carry `X-CSRF-Token` equal to the session's CSRF token, which
+only same-origin script can read (from `GET /dashboard/session`). Requests
+with an `Authorization` header never look at the cookie: kiosks, agents and
+the CLI work exactly as before.
+
+The page's actions call the ordinary JSON API; the stream reuses the operator
+routes' handlers, so the page shows the same JSON the CLI does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import html
+import json
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from badgeline.coordinator.auth import Identity, token_digest
+from badgeline.coordinator.context import (
+    SESSION_IDENTITY,
+    Coordinator,
+    authenticate,
+    coordinator_of,
+)
+from badgeline.coordinator.http import Handler
+from badgeline.protocol.errors import BadgelineError, ErrorCode
+
+routes = web.RouteTableDef()
+
+STATIC_DIR = Path(__file__).parent / "static"
+SESSION_COOKIE = "badgeline_session"
+CSRF_HEADER = "X-CSRF-Token"
+# One event day; an operator signs in again the next morning.
+SESSION_TTL_S = 12 * 3600
+# A push every second keeps heartbeat ages honest; a queue wake-up pushes sooner.
+STREAM_INTERVAL_S = 1.0
+STREAM_MIN_GAP_S = 0.2
+# Dead letters and the other engineers' reports cost one Redis call per job:
+# refresh them every few seconds, or at once when the dead-letter count moves.
+SLOW_SECTIONS_EVERY_S = 5.0
+SLOW_SECTIONS = {"reconcile": "/v1/reconcile", "stats": "/v1/stats", "alerts": "/v1/alerts"}
+LIST_LIMIT = 100
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Sign-in has no session yet to take a CSRF token from, and grants nothing an
+# attacker lacks: logging a victim in needs a valid operator token already.
+CSRF_EXEMPT = frozenset({"/dashboard/login"})
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{43}$")
+ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+PAGE_HEADERS = {
+    # Inline script and framing are refused: an injected string cannot run and
+    # the action buttons cannot be click-jacked from another site.
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+STREAMS_CLOSING = web.AppKey("dashboard_streams_closing", asyncio.Event)
+
+
+@dataclass(frozen=True)
+class Session:
+    identity: Identity
+    csrf_token: str
+    expires_in_s: int
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _session_key(coordinator: Coordinator, session_id: str) -> str:
+    # Redis holds the hash of the cookie: a dump of Redis cannot be replayed as a cookie.
+    return coordinator.store.keys.session(hashlib.sha256(session_id.encode()).hexdigest())
+
+
+async def create_session(coordinator: Coordinator, identity: Identity, token: str) -> str:
+    session_id = secrets.token_urlsafe(32)
+    key = _session_key(coordinator, session_id)
+    async with coordinator.store.redis.pipeline(transaction=True) as pipe:
+        pipe.hset(key, mapping={
+            "name": identity.name, "token_sha256": token_digest(token),
+            "csrf": secrets.token_urlsafe(32), "created_at": int(time.time()),
+        })  # fmt: skip
+        pipe.expire(key, SESSION_TTL_S)
+        await pipe.execute()
+    return session_id
+
+
+async def load_session(coordinator: Coordinator, session_id: str) -> Session | None:
+    if not _SESSION_ID.match(session_id):
+        return None
+    key = _session_key(coordinator, session_id)
+    raw = {_text(k): _text(v) for k, v in (await coordinator.store.redis.hgetall(key)).items()}
+    if "token_sha256" not in raw:
+        return None
+    identity = coordinator.auth.identify_digest(bytes.fromhex(raw["token_sha256"]))
+    if identity is None or identity.role != "operator":
+        await coordinator.store.redis.delete(key)  # the token was rotated out
+        return None
+    ttl = int(await coordinator.store.redis.ttl(key))
+    return Session(identity, raw["csrf"], max(ttl, 0))
+
+
+def _check_csrf(request: web.Request, session: Session) -> None:
+    presented = request.headers.get(CSRF_HEADER, "").encode("utf-8", "surrogateescape")
+    if not hmac.compare_digest(presented, session.csrf_token.encode()):
+        raise BadgelineError(
+            ErrorCode.FORBIDDEN,
+            f"a request signed in by cookie must send the {CSRF_HEADER} header "
+            "from GET /dashboard/session",
+        )
+
+
+@web.middleware
+async def session_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Turn a valid session cookie into the operator identity `authenticate` uses."""
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if session_id and "Authorization" not in request.headers:
+        session = await load_session(coordinator_of(request), session_id)
+        if session is not None:
+            if request.method not in SAFE_METHODS and request.path not in CSRF_EXEMPT:
+                _check_csrf(request, session)
+            request[SESSION_IDENTITY] = session.identity
+    return await handler(request)
+
+
+# ---- pages and assets
+
+
+def _page(name: str, status: int = 200, message: str = "") -> web.Response:
+    text = (STATIC_DIR / name).read_text(encoding="utf-8")
+    text = text.replace("<!--message-->", html.escape(message))
+    return web.Response(text=text, status=status, content_type="text/html",
+                        headers=PAGE_HEADERS)  # fmt: skip
+
+
+@routes.get("/")
+async def index(request: web.Request) -> web.Response:
+    if SESSION_IDENTITY not in request:
+        return _page("login.html")
+    return _page("index.html")
+
+
+@routes.get("/dashboard/static/{name}")
+async def asset(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    if name not in ASSETS:  # a fixed list: no path ever reaches the filesystem unchecked
+        raise BadgelineError(ErrorCode.NOT_FOUND, f"no asset {name[:80]!r}")
+    return web.Response(text=(STATIC_DIR / name).read_text(encoding="utf-8"),
+                        content_type=ASSETS[name],
+                        headers={"Cache-Control": "no-cache",
+                                 "X-Content-Type-Options": "nosniff"})  # fmt: skip
+
+
+@routes.post("/dashboard/login")
+async def login(request: web.Request) -> web.Response:
+    coordinator = coordinator_of(request)
+    token = (await request.post()).get("token")
+    if not isinstance(token, str) or not token.strip():
+        return _page("login.html", 401, "Paste the operator token to sign in.")
+    try:
+        identity = coordinator.auth.identify("Bearer " + token.strip())
+    except BadgelineError:
+        return _page("login.html", 401, "That token is not known to this coordinator.")
+    if identity.role != "operator":
+        return _page("login.html", 403, f"That is a {identity.role} token; "
+                     "the dashboard needs an operator token.")  # fmt: skip
+    old = request.cookies.get(SESSION_COOKIE)
+    if old:  # a fresh id at every sign-in: a planted cookie cannot be promoted
+        await coordinator.store.redis.delete(_session_key(coordinator, old))
+    session_id = await create_session(coordinator, identity, token.strip())
+    response = web.Response(status=303, headers={"Location": "/", "Cache-Control": "no-store"})
+    response.set_cookie(SESSION_COOKIE, session_id, max_age=SESSION_TTL_S, path="/",
+                        httponly=True, samesite="Strict", secure=request.secure)  # fmt: skip
+    return response
+
+
+@routes.post("/dashboard/logout")
+async def logout(request: web.Request) -> web.Response:
+    # The middleware already refused a cookie without the CSRF header.
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if session_id and SESSION_IDENTITY in request:
+        coordinator = coordinator_of(request)
+        await coordinator.store.redis.delete(_session_key(coordinator, session_id))
+    response = web.json_response({"signed_out": True}, headers={"Cache-Control": "no-store"})
+    response.del_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@routes.get("/dashboard/session")
+async def session_info(request: web.Request) -> web.Response:
+    """The page's CSRF token; same-origin script is the only reader that can see it."""
+    session_id = request.cookies.get(SESSION_COOKIE)
+    session = None
+    if session_id and SESSION_IDENTITY in request:
+        session = await load_session(coordinator_of(request), session_id)
+    if session is None:
+        raise BadgelineError(ErrorCode.UNAUTHORIZED, "not signed in to the dashboard")
+    return web.json_response(
+        {"operator": session.identity.name, "csrf_token": session.csrf_token,
+         "csrf_header": CSRF_HEADER, "expires_in_s": session.expires_in_s},
+        headers={"Cache-Control": "no-store"},
+    )  # fmt: skip
+
+
+# ---- the live snapshot
+
+
+async def route_json(request: web.Request, path: str) -> Any:
+    """Answer `GET path` with the app's own handler, as the caller: the same
+    JSON and the same auth checks as the operator route, without a socket."""
+    sub = request.clone(method="GET", rel_url=path)
+    match = await request.app.router.resolve(sub)
+    if match.http_exception is not None:
+        return {"unavailable": f"{path} answers {match.http_exception.status} here"}
+    try:
+        response = await match.handler(sub)
+    except BadgelineError as error:
+        return {"unavailable": f"{path}: {error.code}: {error}"}
+    if not isinstance(response, web.Response) or response.status >= 400 or not response.text:
+        return {"unavailable": f"{path} answered {response.status}"}
+    return json.loads(response.text)
+
+
+async def parked_jobs(coordinator: Coordinator) -> dict[str, Any]:
+    redis, keys = coordinator.store.redis, coordinator.store.keys
+    ids = [_text(j) for j in await redis.zrange(keys.parked, 0, LIST_LIMIT - 1)]
+    views = [v for j in ids if (v := await coordinator.store.get_job(j)) is not None]
+    return {"count": await redis.zcard(keys.parked),
+            "jobs": [v.model_dump(mode="json", by_alias=True, exclude={"history"})
+                     for v in views]}  # fmt: skip
+
+
+class StreamState:
+    """What one stream keeps between pushes: the slow sections and when they were read."""
+
+    def __init__(self) -> None:
+        self.slow: dict[str, Any] = {}
+        self.slow_at = 0.0
+        self.dead_letter_count = -1
+
+    async def slow_sections(self, request: web.Request, dead_letter_count: int) -> dict[str, Any]:
+        now = time.monotonic()
+        fresh = now - self.slow_at < SLOW_SECTIONS_EVERY_S
+        if fresh and dead_letter_count == self.dead_letter_count:
+            return self.slow
+        letters = await route_json(request, "/v1/dead-letters")
+        if isinstance(letters.get("dead_letters"), list):
+            letters["dead_letters"] = letters["dead_letters"][:LIST_LIMIT]
+        self.slow = {"dead_letters": letters}
+        for name, path in SLOW_SECTIONS.items():
+            self.slow[name] = await route_json(request, path)
+        self.slow_at, self.dead_letter_count = now, dead_letter_count
+        return self.slow
+
+
+async def build_snapshot(request: web.Request, state: StreamState) -> dict[str, Any]:
+    coordinator = coordinator_of(request)
+    redis, keys = coordinator.store.redis, coordinator.store.keys
+    seconds, micros = await redis.time()
+    dead_letter_count = int(await redis.zcard(keys.dead_letters))
+    return {
+        "at": int(seconds) + int(micros) / 1e6,
+        "venue": coordinator.settings.venue,
+        "high_water_mark": coordinator.settings.high_water_mark,
+        "printers": (await route_json(request, "/v1/printers")).get("printers", []),
+        "dead_letter_count": dead_letter_count,
+        "parked": await parked_jobs(coordinator),
+        "failovers": await coordinator.failover.decisions(limit=10),
+        **await state.slow_sections(request, dead_letter_count),
+    }
+
+
+@routes.get("/dashboard/snapshot")
+async def snapshot(request: web.Request) -> web.Response:
+    authenticate(request, "operator")
+    return web.json_response(await build_snapshot(request, StreamState()),
+                             headers={"Cache-Control": "no-store"})  # fmt: skip
+
+
+async def _until_change_or_tick(request: web.Request, printer_ids: list[str]) -> None:
+    """Return after STREAM_INTERVAL_S, or sooner when a printer's queue gains work
+    (the agents' wake-up channel) or the app is shutting down."""
+    coordinator = coordinator_of(request)
+    with contextlib.ExitStack() as stack:
+        events = [stack.enter_context(coordinator.wakeups.waiter(p)) for p in printer_ids]
+        events.append(request.app[STREAMS_CLOSING])
+        waits = [asyncio.ensure_future(event.wait()) for event in events]
+        try:
+            await asyncio.wait(waits, timeout=STREAM_INTERVAL_S,
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+
+async def _still_signed_in(request: web.Request) -> bool:
+    """A stream outlives its first check: a sign-out or an expired session ends it."""
+    if SESSION_IDENTITY not in request:
+        return True  # a Bearer token is checked once, like any other request
+    session_id = request.cookies.get(SESSION_COOKIE, "")
+    return await load_session(coordinator_of(request), session_id) is not None
+
+
+@routes.get("/dashboard/stream")
+async def stream(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: one `snapshot` event per push, the whole picture each time,
+    so a reconnecting page needs no replay."""
+    authenticate(request, "operator")
+    response = web.StreamResponse(headers={
+        "Content-Type": "text/event-stream", "Cache-Control": "no-store",
+        "X-Accel-Buffering": "no",  # a reverse proxy must not hold events back
+    })  # fmt: skip
+    await response.prepare(request)
+    state, closing = StreamState(), request.app[STREAMS_CLOSING]
+    with contextlib.suppress(ConnectionResetError):
+        await response.write(b"retry: 2000\n\n")
+        while not closing.is_set() and await _still_signed_in(request):
+            body = await build_snapshot(request, state)
+            data = json.dumps(body, default=str, separators=(",", ":"))
+            await response.write(f"event: snapshot\ndata: {data}\n\n".encode())
+            pushed = time.monotonic()
+            await _until_change_or_tick(request, [p["printer_id"] for p in body["printers"]])
+            # A burst of accepts must not turn into a burst of snapshots.
+            await asyncio.sleep(max(0.0, pushed + STREAM_MIN_GAP_S - time.monotonic()))
+    return response
+
+
+async def _close_streams(app: web.Application) -> None:
+    # Streams never end by themselves: without this, shutdown waits its full timeout.
+    app[STREAMS_CLOSING].set()
+
+
+def setup(app: web.Application) -> None:
+    """Mount the dashboard on the coordinator app (see create_app)."""
+    app[STREAMS_CLOSING] = asyncio.Event()
+    app.middlewares.append(session_middleware)
+    app.on_shutdown.append(_close_streams)
+    app.add_routes(routes)
