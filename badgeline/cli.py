@@ -20,6 +20,22 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("badgeline.demo", "bring up a whole venue on this machine and print sample badges"),
     "hash-token": ("badgeline.coordinator.auth", "print the config entry for an API token"),
     "provision": ("badgeline.provision.main", "write agent config + installer into a Pi OS image"),
+    # operator commands, over the coordinator's HTTP API (badgeline/ops, docs/runbook.md)
+    "printers": ("badgeline.ops.printers", "every printer: health, queue, heartbeat, liveness"),
+    "queues": ("badgeline.ops.queues", "queue depth per printer, flagged skewed/full/stalled"),
+    "peek": ("badgeline.ops.peek", "the head of one printer's queue, in print order"),
+    "job": ("badgeline.ops.job", "one job and its history"),
+    "jobs": ("badgeline.ops.jobs", "an attendee's jobs"),
+    "pause": ("badgeline.ops.pause", "stop dispatch to a printer, optionally for S seconds"),
+    "resume": ("badgeline.ops.resume", "restart dispatch to a paused printer"),
+    "drain": ("badgeline.ops.drain", "fail a printer over by hand: move its work"),
+    "rebalance": ("badgeline.ops.rebalance", "move the excess of skewed queues to healthy peers"),
+    "dlq": ("badgeline.ops.dlq", "list or redrive dead-lettered jobs"),
+    "reconcile": ("badgeline.ops.reconcile", "exactly-once check: duplicates, gaps, overdue jobs"),
+    "reprint": ("badgeline.ops.reprint", "reprint a job as a new job, with a reason"),
+    "failovers": ("badgeline.ops.failovers", "failover decisions, newest first"),
+    "stats": ("badgeline.ops.stats", "badges printed by printer, hour or kiosk; failures"),
+    "alerts": ("badgeline.ops.alerts", "active alerts and recent alert events"),
 }
 
 

@@ -7,7 +7,17 @@ from collections.abc import AsyncIterator
 from aiohttp import web
 from redis.asyncio import Redis
 
-from badgeline.coordinator import api_agent, api_kiosk, api_ops, api_printers, artifacts, dashboard
+from badgeline.coordinator import (
+    api_agent,
+    api_kiosk,
+    api_ops,
+    api_printers,
+    api_reports,
+    artifacts,
+    dashboard,
+    metrics,
+    reprint,
+)
 from badgeline.coordinator.auth import TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR, Coordinator
@@ -38,7 +48,7 @@ async def openapi(request: web.Request) -> web.Response:
 
 def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
     app = web.Application(
-        middlewares=[correlation_middleware, error_middleware],
+        middlewares=[correlation_middleware, metrics.observe_requests, error_middleware],
         client_max_size=settings.max_body_bytes,
     )
     store = JobStore(redis, settings)
@@ -57,6 +67,9 @@ def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
     app.add_routes(api_ops.routes)
     app.add_routes(artifacts.routes)
     app.add_routes(api_printers.routes)
+    app.add_routes(api_reports.routes)
+    app.add_routes(reprint.routes)
+    metrics.install(app)
     dashboard.setup(app)
     app.cleanup_ctx.append(_background)
     return app

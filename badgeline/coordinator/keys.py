@@ -110,3 +110,52 @@ class VenueKeys:
     def printing(self, printer_id: str) -> str:
         """Set of job ids granted to this printer and not yet acked."""
         return f"{self.prefix}printing:{printer_id}"
+
+    # ---- operator reports (tally-8.lua, census-9.lua, metrics.py)
+    @property
+    def stats_totals(self) -> str:
+        """Hash of venue-wide counts: accepted, shed, printed, canceled, reprints, …"""
+        return self.prefix + "stats:totals"
+
+    @property
+    def stats_by_printer(self) -> str:
+        """Hash `printed|<printer_id>` / `failed|<printer_id>` -> count."""
+        return self.prefix + "stats:by_printer"
+
+    @property
+    def stats_by_hour(self) -> str:
+        """Hash hour start (Unix seconds, Redis clock) -> badges printed in that hour."""
+        return self.prefix + "stats:by_hour"
+
+    @property
+    def stats_by_source(self) -> str:
+        """Hash submitting actor (`kiosk:<name>`) -> badges printed."""
+        return self.prefix + "stats:by_source"
+
+    @property
+    def failure_reasons(self) -> str:
+        """Hash failed-print error text -> failed attempts (bounded; the rest is 'other')."""
+        return self.prefix + "stats:failure_reasons"
+
+    @property
+    def possible_duplicates(self) -> str:
+        """Set of job ids flagged possible_duplicate, as seen by the tally."""
+        return self.prefix + "possible_duplicates"
+
+    @property
+    def held(self) -> str:
+        """Sorted set job_id -> when seen held: jobs waiting for an operator."""
+        return self.prefix + "held"
+
+    @property
+    def alert_events(self) -> str:
+        """List of alert events (JSON), newest first, trimmed."""
+        return self.prefix + "alert_events"
+
+    def paper_level(self, printer_id: str) -> str:
+        """The paper level last reported for a printer: alerts fire on a change."""
+        return f"{self.prefix}printer:{printer_id}:paper"
+
+    def reprint_sequence(self, job_id: str) -> str:
+        """Counter numbering the reprints of a job (its reprints' idempotency keys)."""
+        return f"{self.prefix}job:{job_id}:reprint_seq"

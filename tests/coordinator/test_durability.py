@@ -29,7 +29,7 @@ from tests.helpers import job_body, wait_for
 pytestmark = pytest.mark.slow
 
 KIOSKS = 12
-KILL_AFTER = 300  # acknowledged jobs before the plug is pulled
+KILL_AFTER = 200  # acknowledged jobs before the plug is pulled
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -132,7 +132,9 @@ async def _kiosk(session: aiohttp.ClientSession, url: str, load: Load, seed: int
             async with session.post(url + "/v1/jobs", json=body, headers=auth(KIOSK_TOKEN)) as r:
                 answer = await r.json() if r.status in (200, 201) else None
         except (TimeoutError, aiohttp.ClientError, ValueError):
-            return  # the coordinator is gone
+            # the coordinator is gone (or slow on a loaded machine: try again until told to stop)
+            await asyncio.sleep(0.05)
+            continue
         if answer is not None:
             load.acknowledged[answer["job_id"]] = body
 
@@ -166,7 +168,7 @@ async def _queued_everywhere(session: aiohttp.ClientSession, url: str) -> list[s
 async def test_kill_9_under_load_loses_no_acknowledged_job(
     coordinator: Coordinator, kill_redis: bool
 ) -> None:
-    timeout = aiohttp.ClientTimeout(total=15)
+    timeout = aiohttp.ClientTimeout(total=30)
     connector = aiohttp.TCPConnector(limit=KIOSKS)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
         # GIVEN the real coordinator with its embedded Redis (AOF, appendfsync always)

@@ -1,0 +1,308 @@
+"""Prometheus metrics at `GET /metrics`, and the request observations that
+feed them and the operator reports.
+
+Two kinds of numbers, and the difference matters with several replicas:
+
+- Per process, observed as requests pass through `observe_requests`: accept
+  latency, scan-to-print time, dedupe hits, backpressure sheds. Sum them
+  over replicas.
+- Venue-wide, read from Redis at scrape time: queue depth, jobs by state,
+  dead letters, failovers, heartbeat age, printer state and paper. Every
+  replica reports the same value; aggregate with max(), not sum().
+
+The middleware also keeps the Redis tallies behind /v1/stats and
+/v1/reconcile (tally-8.lua). A tally is idempotent and runs before the
+response leaves, so a client that retries because it never saw the answer
+(an agent's ack outbox, a kiosk) gets its job counted exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+
+from badgeline.coordinator.api_printers import printer_summary
+from badgeline.coordinator.api_reports import Census, record_paper_level, take_census
+from badgeline.coordinator.context import COORDINATOR, Coordinator, authenticate
+from badgeline.coordinator.events import log_event
+from badgeline.coordinator.http import Handler
+from badgeline.coordinator.store import JobStore
+from badgeline.protocol.states import JobState
+
+# Distinct failure texts kept per venue; agents' error strings vary, and an
+# unbounded hash would grow with every new message.
+MAX_FAILURE_REASONS = 100
+# Scan (acceptance) to print: the floor's budget is about a second; a badge
+# that took minutes went through a failover or a retry.
+SCAN_TO_PRINT_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900)
+ACCEPT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+# --------------------------------------------------------------------------- tally
+
+
+@dataclass(frozen=True)
+class Tally:
+    newly_printed: bool
+    created_ms: int
+    printed_ms: int
+
+
+async def tally_job(store: JobStore, job_id: str) -> Tally:
+    k = store.keys
+    reply = await store.scripts["tally"](
+        [k.job(job_id), k.stats_totals, k.stats_by_printer, k.stats_by_hour, k.stats_by_source,
+         k.failure_reasons, k.possible_duplicates, k.held],
+        [MAX_FAILURE_REASONS],
+    )  # fmt: skip
+    return Tally(int(reply[0]) == 1, int(reply[1]), int(reply[2]))
+
+
+# --------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class VenueSnapshot:
+    printers: list[dict[str, Any]]
+    census: Census
+    dead_letters: int
+    failovers: int
+
+
+class VenueCollector:
+    """Yields the venue-wide families from the snapshot the scrape just took."""
+
+    def __init__(self) -> None:
+        self.snapshot: VenueSnapshot | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self.snapshot
+        if snap is None:
+            return
+        yield from self._printer_families(snap.printers)
+        jobs = GaugeMetricFamily("badgeline_jobs", "Jobs by state", labels=["state"])
+        for state, count in sorted(_jobs_by_state(snap.census).items()):
+            jobs.add_metric([state], count)
+        yield jobs
+        yield GaugeMetricFamily("badgeline_dead_letters",
+                                "Jobs in the dead-letter list (shed or failed)",
+                                value=snap.dead_letters)  # fmt: skip
+        yield CounterMetricFamily("badgeline_failovers", "Failover decisions recorded (last 10000)",
+                                  value=snap.failovers)  # fmt: skip
+
+    @staticmethod
+    def _printer_families(printers: list[dict[str, Any]]) -> Iterator[Metric]:
+        depth = GaugeMetricFamily("badgeline_queue_depth", "Jobs waiting", labels=["printer"])
+        age = GaugeMetricFamily(
+            "badgeline_heartbeat_age_seconds",
+            "Seconds since the printer's last heartbeat",
+            labels=["printer"],
+        )
+        state = GaugeMetricFamily(
+            "badgeline_printer_state",
+            "1 for the printer's health verdict",
+            labels=["printer", "state"],
+        )
+        paper = GaugeMetricFamily(
+            "badgeline_printer_paper_low", "1 when paper is low or out", labels=["printer"]
+        )
+        paused = GaugeMetricFamily("badgeline_printer_paused", "1 when dispatch is paused",
+                                   labels=["printer"])  # fmt: skip
+        for p in printers:
+            name = p["printer_id"]
+            depth.add_metric([name], p["queue_depth"])
+            if p["last_heartbeat_age_s"] is not None:
+                age.add_metric([name], p["last_heartbeat_age_s"])
+            for verdict in ("healthy", "degraded", "dead"):
+                state.add_metric([name, verdict], 1.0 if p["state"] == verdict else 0.0)
+            low = (p["health"] or {}).get("paper") in ("low", "out")
+            paper.add_metric([name], 1.0 if low else 0.0)
+            paused.add_metric([name], 1.0 if p["paused"] else 0.0)
+        yield from (depth, age, state, paper, paused)
+
+
+def _jobs_by_state(census: Census) -> dict[str, int]:
+    counts = {str(state): 0 for state in JobState}
+    for job in census.jobs:
+        if job.live or job.state == JobState.FAILED:
+            counts[job.state] = counts.get(job.state, 0) + 1
+    # Printed and canceled jobs are in no index: they are counted as they finish.
+    counts[JobState.PRINTED] = census.totals.get("printed", 0)
+    counts[JobState.CANCELED] = census.totals.get("canceled", 0)
+    return counts
+
+
+@dataclass
+class Metrics:
+    """One registry per app: tests (and a process) may build many apps."""
+
+    registry: CollectorRegistry = field(default_factory=lambda: CollectorRegistry())
+    venue: VenueCollector = field(default_factory=VenueCollector)
+
+    def __post_init__(self) -> None:
+        r = self.registry
+        self.accept_latency = Histogram(
+            "badgeline_accept_latency_seconds", "POST /v1/jobs handling time, by outcome",
+            ["outcome"], registry=r, buckets=ACCEPT_BUCKETS,
+        )  # fmt: skip
+        self.scan_to_print = Histogram(
+            "badgeline_scan_to_print_seconds", "Acceptance to the first printed ack",
+            registry=r, buckets=SCAN_TO_PRINT_BUCKETS,
+        )  # fmt: skip
+        self.dedupe_hits = Counter(
+            "badgeline_dedupe_hits", "Submissions answered as duplicates", registry=r
+        )
+        self.sheds = Counter(
+            "badgeline_backpressure_sheds", "Submissions shed by backpressure", registry=r
+        )
+        r.register(self.venue)
+
+
+METRICS = web.AppKey("metrics", Metrics)
+
+
+async def venue_snapshot(coordinator: Coordinator) -> VenueSnapshot:
+    store = coordinator.store
+    seconds, micros = await store.redis.time()
+    now_ms = int(seconds) * 1000 + int(micros) // 1000
+    known = sorted(_text(p) for p in await store.redis.smembers(store.keys.printers))
+    printers = [await printer_summary(coordinator, p, now_ms) for p in known]
+    return VenueSnapshot(
+        printers=printers,
+        census=await take_census(coordinator),
+        dead_letters=int(await store.redis.zcard(store.keys.dead_letters)),
+        failovers=int(await store.redis.llen(store.keys.failovers)),
+    )
+
+
+async def scrape(request: web.Request) -> web.Response:
+    coordinator, _ = authenticate(request, "operator")
+    metrics = request.app[METRICS]
+    snapshot = await venue_snapshot(coordinator)
+    # No await between setting the snapshot and rendering: a concurrent scrape
+    # cannot swap it underneath.
+    metrics.venue.snapshot = snapshot
+    # The format the scraper asks for (OpenMetrics or the classic text format).
+    encode, content_type = choose_encoder(request.headers.get("Accept", ""))
+    return web.Response(body=encode(metrics.registry), headers={"Content-Type": content_type})
+
+
+def install(app: web.Application) -> None:
+    app[METRICS] = Metrics()
+    app.router.add_get("/metrics", scrape)
+
+
+# --------------------------------------------------------------------------- observations
+
+# (request, its response, the app's metrics, seconds the handler took)
+Observer = Callable[[web.Request, web.Response, Metrics, float], Awaitable[None]]
+
+
+def _body(response: web.Response) -> Any:
+    try:
+        return json.loads(response.text or "null")
+    except (ValueError, TypeError):
+        return None
+
+
+def _accept_outcome(response: web.Response, body: Any) -> str:
+    if response.status == 201:
+        return "accepted"
+    if response.status == 200:
+        return "duplicate"
+    code = body.get("error", {}).get("code") if isinstance(body, dict) else None
+    return "shed" if code == "queue_full" else "refused"
+
+
+async def _observe_accept(
+    request: web.Request, response: web.Response, metrics: Metrics, elapsed_s: float
+) -> None:
+    body = _body(response)
+    outcome = _accept_outcome(response, body)
+    metrics.accept_latency.labels(outcome).observe(elapsed_s)
+    if outcome == "duplicate":
+        metrics.dedupe_hits.inc()
+    elif outcome == "shed":
+        metrics.sheds.inc()
+    if outcome != "refused" and isinstance(body, dict) and "job_id" in body:
+        await tally_job(request.app[COORDINATOR].store, body["job_id"])
+
+
+async def _observe_ack(
+    request: web.Request, response: web.Response, metrics: Metrics, _elapsed_s: float
+) -> None:
+    if response.status != 200:
+        return
+    tally = await tally_job(request.app[COORDINATOR].store, request.match_info["job_id"])
+    if tally.newly_printed:
+        metrics.scan_to_print.observe(max(0, tally.printed_ms - tally.created_ms) / 1000)
+
+
+async def _observe_job(
+    request: web.Request, response: web.Response, metrics: Metrics, _elapsed_s: float
+) -> None:
+    if response.status == 200:
+        await tally_job(request.app[COORDINATOR].store, request.match_info["job_id"])
+
+
+async def _observe_redrive(
+    request: web.Request, response: web.Response, metrics: Metrics, _elapsed_s: float
+) -> None:
+    body = _body(response)
+    if response.status != 200 or not isinstance(body, dict):
+        return
+    for result in body.get("results", []):
+        await tally_job(request.app[COORDINATOR].store, result["job_id"])
+
+
+async def _observe_heartbeat(
+    request: web.Request, response: web.Response, metrics: Metrics, _elapsed_s: float
+) -> None:
+    if response.status != 200:
+        return
+    # The handler has read (and aiohttp cached) the body: this read is free.
+    beat = json.loads(await request.read())
+    paper = str(beat.get("health", {}).get("paper", "ok"))
+    await record_paper_level(request.app[COORDINATOR], request.match_info["printer_id"], paper)
+
+
+OBSERVERS: dict[str, Observer] = {
+    "/v1/jobs": _observe_accept,
+    "/v1/agents/{printer_id}/jobs/{job_id}/ack": _observe_ack,
+    "/v1/jobs/{job_id}/cancel": _observe_job,
+    "/v1/dead-letters/redrive": _observe_redrive,
+    "/v1/agents/{printer_id}/heartbeat": _observe_heartbeat,
+}
+
+
+@web.middleware
+async def observe_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Sits outside the error middleware, so it sees every answer as a response."""
+    resource = request.match_info.route.resource
+    observer = OBSERVERS.get(resource.canonical) if resource is not None else None
+    metrics = request.app.get(METRICS)
+    if observer is None or metrics is None or request.method != "POST":
+        return await handler(request)
+    started = time.perf_counter()
+    response = await handler(request)
+    elapsed_s = time.perf_counter() - started
+    if not isinstance(response, web.Response):
+        return response
+    try:
+        await observer(request, response, metrics, elapsed_s)
+    except Exception as error:  # the request did what it was asked; never fail it here
+        log_event("report_tally_failed", logging.ERROR, path=request.path, error=repr(error))
+    return response

@@ -1,0 +1,117 @@
+"""Reprint: a deliberate second badge, as a new job linked to the original.
+
+The original's record is never touched. The new job goes through the same
+acceptance gate as a kiosk's (store.accept), under its own idempotency key
+`reprint:<job_id>:<n>`, and its history starts with who asked and why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field
+
+from badgeline.coordinator.api_kiosk import SHED_RETRY_AFTER_S, spill_peers
+from badgeline.coordinator.context import Coordinator, authenticate
+from badgeline.coordinator.events import job_event
+from badgeline.coordinator.http import correlation_id, job_id_param, json_response, read_model
+from badgeline.coordinator.metrics import tally_job
+from badgeline.coordinator.store import AcceptOutcome
+from badgeline.protocol.errors import BadgelineError, ErrorCode
+from badgeline.protocol.ids import PRINTER_TARGET_PATTERN
+from badgeline.protocol.models import JobView, PrintJob
+from badgeline.protocol.states import JobState
+
+routes = web.RouteTableDef()
+
+# The attendee is usually standing at the desk waiting for it: a reprint goes
+# ahead of routine check-ins (the seed's "a re-drive at priority 0 jumps the line").
+REPRINT_PRIORITY = 0
+# A reprint of a job that has not finished would put two badges in flight for
+# one request; the operator should cancel, drain or wait instead.
+REPRINTABLE = frozenset({JobState.PRINTED, JobState.FAILED, JobState.CANCELED})
+
+
+class ReprintRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=True)
+    reason: str = Field(min_length=1, max_length=200)
+    printer_target: str | None = Field(default=None, pattern=PRINTER_TARGET_PATTERN)
+    priority: int = Field(default=REPRINT_PRIORITY, ge=0, le=1000)
+
+
+async def _original(coordinator: Coordinator, job_id: str) -> JobView:
+    original = await coordinator.store.get_job(job_id)
+    if original is None:
+        raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
+    if original.state not in REPRINTABLE:
+        raise BadgelineError(
+            ErrorCode.VALIDATION_FAILED,
+            f"job {job_id} is {original.state}: only a printed, failed or canceled job can be "
+            "reprinted; wait for it, or cancel it first",
+            fields=[{"loc": ["job_id"], "msg": f"job is {original.state}"}],
+        )
+    return original
+
+
+async def _note_request(
+    coordinator: Coordinator, job_id: str, requested_at: float, actor: str, reason: str,
+    original_id: str,
+) -> None:  # fmt: skip
+    """Put the request first in the new job's history. LPUSH, not RPUSH: an
+    agent may lease the job before this lands, and the request came first."""
+    entry = {"at": requested_at, "from": None, "to": JobState.QUEUED, "actor": actor,
+             "reason": f"reprint of {original_id} requested by {actor}: {reason}"}  # fmt: skip
+    await coordinator.store.redis.lpush(coordinator.store.keys.history(job_id), json.dumps(entry))
+
+
+def _refuse(outcome: AcceptOutcome, job: PrintJob, cid: str) -> None:
+    if outcome.duplicate:
+        raise BadgelineError(
+            ErrorCode.IDEMPOTENCY_CONFLICT,
+            f"the reprint key {job.idempotency_key!r} already names job {outcome.job_id}",
+            extra={"job_id": outcome.job_id},
+        )
+    if outcome.shed:
+        raise BadgelineError(
+            ErrorCode.QUEUE_FULL,
+            f"printer {outcome.printer_id} is at its high-water mark; the reprint was "
+            "dead-lettered: redrive it or reprint to another printer",
+            extra={"job_id": outcome.job_id, "state": "dead_lettered", "reason": "backpressure",
+                   "printer_id": outcome.printer_id, "correlation_id": cid},
+            retry_after_s=SHED_RETRY_AFTER_S,
+        )  # fmt: skip
+
+
+@routes.post("/v1/jobs/{job_id}/reprint")
+async def reprint(request: web.Request) -> web.Response:
+    coordinator, identity = authenticate(request, "operator")
+    original_id = job_id_param(request)
+    body = await read_model(request, ReprintRequest)
+    original = await _original(coordinator, original_id)
+    store, cid = coordinator.store, correlation_id(request)
+    seconds, micros = await store.redis.time()
+    requested_at = int(seconds) + int(micros) / 1_000_000
+    n = await store.redis.incr(store.keys.reprint_sequence(original_id))
+    job = PrintJob(
+        attendee_id=original.attendee_id, badge_pdf_ref=original.badge_pdf_ref,
+        printer_target=body.printer_target or original.printer_target, priority=body.priority,
+        idempotency_key=f"reprint:{original_id}:{n}",
+    )  # fmt: skip
+    printer_id = await coordinator.router.printer_for(job.printer_target)
+    outcome = await store.accept(
+        job, printer_id=printer_id, correlation_id=cid, actor=identity.actor,
+        reprint_of=original_id, spill_to=spill_peers(coordinator.settings, printer_id),
+    )  # fmt: skip
+    if not outcome.duplicate:
+        await _note_request(coordinator, outcome.job_id, requested_at, identity.actor,
+                            body.reason, original_id)  # fmt: skip
+        await tally_job(store, outcome.job_id)
+    job_event("job_reprinted", level=logging.WARNING if outcome.shed else logging.INFO,
+              job_id=outcome.job_id, printer_id=outcome.printer_id,
+              idempotency_key=job.idempotency_key, correlation_id=cid, reprint_of=original_id,
+              reason=body.reason, actor=identity.actor, state=str(outcome.state))  # fmt: skip
+    _refuse(outcome, job, cid)
+    view = await store.get_job(outcome.job_id)
+    return json_response(view, status=201)

@@ -1,0 +1,88 @@
+"""HTTP calls to the coordinator with the standard library only: the CLI
+starts fast and imports nothing of the coordinator's Redis stack."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:8420"
+
+# Exit codes: 1 the coordinator refused or a check failed, 2 bad usage
+# (argparse's own), 3 the coordinator could not be reached at all.
+EXIT_REFUSED = 1
+EXIT_UNREACHABLE = 3
+
+_HINTS = {
+    401: "pass an operator token with --token or BADGELINE_TOKEN",
+    403: "this command needs an operator token",
+}
+
+
+class OpsError(Exception):
+    """One line for the operator, and the exit code that goes with it."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_REFUSED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _describe_refusal(error: urllib.error.HTTPError) -> str:
+    raw = error.read()
+    try:
+        detail = json.loads(raw)["error"]
+        code, message = detail["code"], detail["message"]
+    except (ValueError, KeyError, TypeError):
+        code, message = error.reason, raw.decode("utf-8", "replace").strip()[:200]
+    line = f"{error.code} {code}: {message}"
+    hint = _HINTS.get(error.code)
+    return f"{line} ({hint})" if hint else line
+
+
+@dataclass(frozen=True)
+class OpsClient:
+    url: str
+    token: str | None
+    timeout_s: float = 10.0
+
+    def get(self, path: str, **query: Any) -> Any:
+        given = {name: value for name, value in query.items() if value is not None}
+        if given:
+            path += "?" + urllib.parse.urlencode(given)
+        return self._call("GET", path, None)
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        return self._call("POST", path, body if body is not None else {})
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        headers = {"Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        request = urllib.request.Request(
+            self.url.rstrip("/") + path, data=data, method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            raise OpsError(_describe_refusal(error)) from None
+        except urllib.error.URLError as error:
+            reason = getattr(error.reason, "strerror", None) or str(error.reason)
+            raise OpsError(self._unreachable(reason.lower()), EXIT_UNREACHABLE) from None
+        except TimeoutError:
+            raise OpsError(
+                self._unreachable(f"no answer within {self.timeout_s:g} s"), EXIT_UNREACHABLE
+            ) from None
+        except ValueError as error:  # a body that is not JSON: not a coordinator
+            raise OpsError(f"{self.url} did not answer like a coordinator: {error}") from None
+
+    def _unreachable(self, why: str) -> str:
+        return f"cannot reach the coordinator at {self.url}: {why} (check --url / BADGELINE_URL)"

@@ -1,0 +1,52 @@
+"""What every operator command shares: --url/--token/--json, one-line errors
+with a non-zero exit, and JSON or a table on stdout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from badgeline.ops.client import DEFAULT_URL, OpsClient, OpsError
+
+# A command calls the API and returns what --json prints, and a renderer turns
+# that into the table an operator reads.
+Call = Callable[[OpsClient, argparse.Namespace], Any]
+Render = Callable[[Any, argparse.Namespace], str]
+# A command may decide its exit status from the answer (a failed check is 1).
+Verdict = Callable[[Any, argparse.Namespace], int]
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", default=os.environ.get("BADGELINE_URL", DEFAULT_URL),
+                        help="the coordinator (default: $BADGELINE_URL or %(default)s)")
+    parser.add_argument("--token", default=os.environ.get("BADGELINE_TOKEN"),
+                        help="an operator token (default: $BADGELINE_TOKEN)")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="seconds to wait for an answer (default: %(default)s)")  # fmt: skip
+
+
+def execute(args: argparse.Namespace, call: Call, render: Render,
+            verdict: Verdict | None = None) -> int:  # fmt: skip
+    client = OpsClient(args.url, args.token, args.timeout)
+    try:
+        answer = call(client, args)
+    except OpsError as error:
+        print(f"badgeline {args.command}: {error}", file=sys.stderr)
+        return error.exit_code
+    if args.json:
+        print(json.dumps(answer, indent=2, sort_keys=True))
+    else:
+        print(render(answer, args))
+    return verdict(answer, args) if verdict else 0
+
+
+def printer_id(value: str) -> str:
+    """An argparse type: refuse a typo before it becomes a 404."""
+    if not value.startswith("printer-"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a printer id (printer-…)")
+    return value

@@ -1,0 +1,39 @@
+"""`badgeline dlq list` and `badgeline dlq redrive [IDS …]`: jobs shed by
+backpressure or failed too often, and putting them back in line through the
+same dedupe gate as a new job, so a redrive can never print a badge twice."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from badgeline.ops.client import OpsClient
+from badgeline.ops.command import add_common_options, execute
+from badgeline.ops.tables import clock, table
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add_common_options(actions.add_parser("list", help="list dead-lettered jobs"))
+    redrive = actions.add_parser("redrive", help="put dead letters back in line")
+    add_common_options(redrive)
+    redrive.add_argument("ids", nargs="*", metavar="JOB", help="only these jobs (default: all)")
+
+
+def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
+    if args.action == "list":
+        return client.get("/v1/dead-letters")
+    return client.post("/v1/dead-letters/redrive", {"ids": args.ids} if args.ids else {})
+
+
+def render(answer: Any, args: argparse.Namespace) -> str:
+    if args.action == "list":
+        rows = [[d["job_id"], d["printer_id"], clock(d["dead_lettered_at"]), d["reason"]]
+                for d in answer["dead_letters"]]  # fmt: skip
+        return table(["JOB", "PRINTER", "AT (UTC)", "REASON"], rows) if rows else "no dead letters"
+    rows = [[r["job_id"], r["outcome"], r["detail"]] for r in answer["results"]]
+    return table(["JOB", "OUTCOME", "DETAIL"], rows) if rows else "nothing to redrive"
+
+
+def run(args: argparse.Namespace) -> int:
+    return execute(args, fetch, render)

@@ -1,0 +1,61 @@
+"""`badgeline failovers [--printer P]`: the failover decisions, newest first:
+what moved where, what was parked, and how the in-flight job was resolved.
+With --printer it also shows that printer's queue now, which must be empty
+after a drain (triage 001 step 2)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from badgeline.ops.client import OpsClient
+from badgeline.ops.command import add_common_options, execute, printer_id
+from badgeline.ops.tables import clock, table
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_options(parser)
+    parser.add_argument("--printer", type=printer_id, help="only decisions about this printer")
+    parser.add_argument("--limit", type=int, default=20, help="decisions to show")
+
+
+def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
+    decisions = client.get("/v1/failovers")["failovers"]
+    if args.printer is None:
+        return {"failovers": decisions[: args.limit]}
+    mine = [d for d in decisions if d["dead_printer_id"] == args.printer][: args.limit]
+    depth = client.get(f"/v1/queues/{args.printer}", limit=1)["depth"]
+    return {"failovers": mine, "printer_id": args.printer, "queue_depth": depth}
+
+
+def _targets(decision: dict[str, Any]) -> str:
+    return ",".join(f"{p}:{n}" for p, n in sorted((decision.get("targets") or {}).items()))
+
+
+def _inflight(decision: dict[str, Any]) -> str:
+    resolution = decision.get("inflight_resolution") or {}
+    return ",".join(f"{j}:{resolution.get(j, 'pending')}" for j in decision["inflight_job_ids"])
+
+
+def render_decisions(decisions: list[dict[str, Any]]) -> str:
+    rows = [
+        [d["decision_id"], d["dead_printer_id"], clock(d["decided_at"]),
+         len(d["drained_job_ids"]), len(d["parked_job_ids"]), _targets(d), _inflight(d),
+         d["reason"]]
+        for d in decisions
+    ]  # fmt: skip
+    if not rows:
+        return "no failover decisions"
+    headers = ["DECISION", "PRINTER", "AT (UTC)", "MOVED", "PARKED", "TO", "IN-FLIGHT", "REASON"]
+    return table(headers, rows)
+
+
+def render(answer: Any, args: argparse.Namespace) -> str:
+    text = render_decisions(answer["failovers"])
+    if "queue_depth" in answer:
+        text += f"\n{answer['printer_id']} queue now: {answer['queue_depth']} job(s)"
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    return execute(args, fetch, render)

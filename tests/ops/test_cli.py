@@ -1,0 +1,61 @@
+"""The operator CLI's contract: one clear line and a non-zero exit for each
+way a call can fail, --json for machines, and the API as its only door."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import KIOSK_TOKEN
+from tests.ops.venue import REPO, Venue
+
+
+async def test_an_unreachable_coordinator_is_one_line_and_exit_3(venue: Venue) -> None:
+    result = await venue.cli("queues", "--url", "http://127.0.0.1:9")
+    assert result.code == 3 and result.out == ""
+    assert result.err.strip() == (
+        "badgeline queues: cannot reach the coordinator at http://127.0.0.1:9: "
+        "connection refused (check --url / BADGELINE_URL)"
+    )
+
+
+async def test_a_missing_or_wrong_token_is_one_line_and_exit_1(venue: Venue) -> None:
+    missing = await venue.cli("printers", token=None)
+    assert missing.code == 1 and len(missing.err.strip().splitlines()) == 1
+    assert missing.err.startswith("badgeline printers: 401 unauthorized:")
+    assert "--token or BADGELINE_TOKEN" in missing.err
+    kiosk = await venue.cli("rebalance", token=KIOSK_TOKEN)
+    assert kiosk.code == 1 and kiosk.err.startswith("badgeline rebalance: 403 forbidden:")
+
+
+async def test_an_unknown_job_is_a_404_line(venue: Venue) -> None:
+    result = await venue.cli("job", "job_0123456789abcdef")
+    assert result.code == 1
+    assert result.err.strip() == "badgeline job: 404 not_found: no job job_0123456789abcdef"
+
+
+async def test_bad_usage_is_argparse_exit_2(venue: Venue) -> None:
+    result = await venue.cli("peek", "not-a-printer")
+    assert result.code == 2 and "is not a printer id" in result.err
+
+
+async def test_json_is_the_api_answer(venue: Venue) -> None:
+    await venue.agent("printer-a").heartbeat()
+    await venue.submit("printer-a", 2)
+    peek = (await venue.cli_ok("peek", "printer-a", "--json")).json()
+    assert peek == await venue.ops("GET", "/v1/queues/printer-a?limit=10")
+    table = await venue.cli_ok("peek", "printer-a")
+    assert table.out.startswith("printer-a: 2 job(s) waiting")
+
+
+def test_the_cli_never_imports_the_coordinator_or_redis() -> None:
+    # The operator CLI goes through the HTTP API only: no Redis client, no
+    # coordinator internals (and a fast start on an operator's laptop).
+    for path in sorted((REPO / "badgeline" / "ops").glob("*.py")):
+        tree = ast.parse(Path(path).read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                    for alias in node.names}  # fmt: skip
+        imported |= {node.module or "" for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom)}  # fmt: skip
+        forbidden = {m for m in imported if m.startswith(("redis", "badgeline.coordinator"))}
+        assert not forbidden, f"{path.name} imports {forbidden}"

@@ -1,0 +1,73 @@
+"""Reprint: a new job linked to the original with its own derived key, the
+reason and the operator first in its history; the original never changes."""
+
+from __future__ import annotations
+
+from tests.conftest import KIOSK_TOKEN, auth
+from tests.ops.venue import Venue
+
+
+async def _printed_job(venue: Venue) -> str:
+    agent = venue.agent("printer-a")
+    await agent.heartbeat()
+    (job_id,) = await venue.submit("printer-a")
+    assert await agent.print_next() == job_id
+    return job_id
+
+
+async def test_a_reprint_is_a_new_linked_job_and_the_original_is_untouched(venue: Venue) -> None:
+    # GIVEN a printed badge
+    original_id = await _printed_job(venue)
+    before = await venue.job(original_id)
+    # WHEN the operator reprints it twice, with reasons
+    first = await venue.cli_ok("reprint", original_id, "--reason", "badge lost", "--json")
+    second = await venue.cli_ok("reprint", original_id, "--reason", "name misspelt")
+    # THEN each is a new job linked to the original, under its own derived key
+    reprint = first.json()
+    assert reprint["job_id"] != original_id and reprint["reprint_of"] == original_id
+    assert reprint["idempotency_key"] == f"reprint:{original_id}:1"
+    assert (reprint["attendee_id"], reprint["badge_pdf_ref"]) == (
+        before["attendee_id"], before["badge_pdf_ref"])  # fmt: skip
+    assert reprint["state"] == "queued" and reprint["priority"] == 0
+    assert f"reprint:{original_id}:2" in second.out
+    # AND its history starts with who asked and why
+    request, accepted = reprint["history"][0], reprint["history"][1]
+    assert request["actor"] == "operator:ops" and "badge lost" in request["reason"]
+    assert original_id in request["reason"]
+    assert accepted["reason"].startswith("accepted") and request["at"] <= accepted["at"]
+    # AND the original's record is exactly as it was
+    assert await venue.job(original_id) == before
+    # AND the reprint prints like any job, and the attendee's list shows all three
+    assert await venue.agent("printer-a").print_next() == reprint["job_id"]
+    jobs = await venue.cli_ok("jobs", "--attendee", before["attendee_id"])
+    assert original_id in jobs.out and reprint["job_id"] in jobs.out
+
+
+async def test_a_reprint_can_go_to_another_printer(venue: Venue) -> None:
+    original_id = await _printed_job(venue)
+    await venue.agent("printer-b").heartbeat()
+    body = {"reason": "printer-a is slow", "printer_target": "printer-b"}
+    reprint = await venue.ops("POST", f"/v1/jobs/{original_id}/reprint", body)
+    assert reprint["printer_id"] == "printer-b" and reprint["printer_target"] == "printer-b"
+
+
+async def test_an_unfinished_job_is_not_reprinted(venue: Venue) -> None:
+    # GIVEN a job still waiting in its queue
+    (job_id,) = await venue.submit("printer-a")
+    # WHEN the operator tries to reprint it
+    result = await venue.cli("reprint", job_id, "--reason", "impatient")
+    # THEN it is refused in one line, and no job was created
+    assert result.code == 1 and result.out == ""
+    assert result.err.strip().startswith("badgeline reprint: 422 validation_failed:")
+    assert len(result.err.strip().splitlines()) == 1
+    attendee = (await venue.job(job_id))["attendee_id"]
+    assert len((await venue.ops("GET", f"/v1/jobs?attendee_id={attendee}"))["jobs"]) == 1
+
+
+async def test_reprint_needs_an_operator_and_a_known_job(venue: Venue) -> None:
+    original_id = await _printed_job(venue)
+    await venue.api("POST", f"/v1/jobs/{original_id}/reprint", auth(KIOSK_TOKEN),
+                    {"reason": "x"}, status=403)  # fmt: skip
+    await venue.ops("POST", f"/v1/jobs/{original_id}/reprint", {}, status=422)
+    missing = await venue.cli("reprint", "job_0000000000000000", "--reason", "x")
+    assert missing.code == 1 and "404 not_found" in missing.err
