@@ -149,7 +149,7 @@ def _jobs_by_state(census: Census) -> dict[str, int]:
 class Metrics:
     """One registry per app: tests (and a process) may build many apps."""
 
-    registry: CollectorRegistry = field(default_factory=lambda: CollectorRegistry())
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     venue: VenueCollector = field(default_factory=VenueCollector)
 
     def __post_init__(self) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client.openmetrics.parser import (
+    text_string_to_metric_families as openmetrics_families,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import OPERATOR_TOKEN, auth
@@ -89,6 +92,13 @@ async def test_each_app_has_its_own_registry_and_metrics_need_an_operator(
     assert sample(one, "badgeline_accept_latency_seconds_count", outcome="accepted") == 2
     assert not [s for s in two["badgeline_accept_latency_seconds"].samples
                 if s.name.endswith("_count")]  # fmt: skip
+    # AND a scraper that asks for OpenMetrics gets it, and it parses
+    headers = {**auth(OPERATOR_TOKEN), "Accept": "application/openmetrics-text; version=1.0.0"}
+    async with first.session.get(first.url + "/metrics", headers=headers) as response:
+        assert response.headers["Content-Type"].startswith("application/openmetrics-text")
+        text = await response.text()
+    names = {family.name for family in openmetrics_families(text)}
+    assert names >= {"badgeline_jobs", "badgeline_dedupe_hits", "badgeline_failovers"}
     # AND without an operator token there is nothing to read
     async with first.session.get(first.url + "/metrics") as response:
         assert response.status == 401
