@@ -103,15 +103,24 @@ class AgentSettings(BaseSettings):
     footer: bool = Field(
         default=True, description="print `job <job_id>` under the badge (traceability)"
     )
-    max_pdf_bytes: int = Field(default=5 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
-    max_pdf_pages: int = Field(default=4, ge=1, le=100)
+    max_pdf_bytes: int = Field(
+        default=5 * 1024 * 1024,
+        ge=1024,
+        le=64 * 1024 * 1024,
+        description="largest badge PDF fetched (counted while it streams in)",
+    )
+    max_pdf_pages: int = Field(
+        default=4, ge=1, le=100, description="a PDF with more pages is refused (page 1 prints)"
+    )
     render_in_sandbox: bool = Field(
         default=True,
         description="rasterise in a memory-capped child process (keep on: hostile PDFs exist)",
     )
 
     # ------------------------------------------------------------ loops and timing
-    heartbeat_interval_s: float = Field(default=1.0, gt=0, le=60)
+    heartbeat_interval_s: float = Field(
+        default=1.0, gt=0, le=60, description="how often the agent reports to the coordinator"
+    )
     probe_interval_s: float = Field(
         default=1.0, gt=0, le=60, description="how often the printer's status is queried"
     )
@@ -119,9 +128,15 @@ class AgentSettings(BaseSettings):
     prefetch: int = Field(
         default=2, ge=1, le=50, description="jobs held at once: the printing one and the next"
     )
-    connect_timeout_s: float = Field(default=3.0, gt=0, le=60)
-    request_timeout_s: float = Field(default=10.0, gt=0, le=300)
-    fetch_timeout_s: float = Field(default=15.0, gt=0, le=300)
+    connect_timeout_s: float = Field(
+        default=3.0, gt=0, le=60, description="TCP connect timeout to the coordinator"
+    )
+    request_timeout_s: float = Field(
+        default=10.0, gt=0, le=300, description="a coordinator call (beyond a lease's wait)"
+    )
+    fetch_timeout_s: float = Field(
+        default=15.0, gt=0, le=300, description="fetching one badge PDF over http(s)"
+    )
     retry_initial_s: float = Field(
         default=0.5, gt=0, le=60, description="first back-off delay of every retry loop"
     )
@@ -131,7 +146,9 @@ class AgentSettings(BaseSettings):
     stop_grace_s: float = Field(
         default=10.0, ge=0, le=120, description="how long a stop lets the current badge finish"
     )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="JSON lines on stderr at this level and above"
+    )
 
     @field_validator("coordinator_url")
     @classmethod
