@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import inspect
 import json
 import os
 import platform
@@ -53,7 +54,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -416,6 +417,7 @@ class Bench:
     results: list[RoundResult] = field(default_factory=list)
     run_tag: str = field(default_factory=lambda: secrets.token_hex(3))
     quiet_waits: list[float] = field(default_factory=list)  # machine CPU% when rounds began
+    timed_out: bool = False
 
     def url(self, target: str) -> str:
         if target == "coordinator":
@@ -483,13 +485,26 @@ class Bench:
         await admin.config_set("appendfsync", fsync)
         print(f"  appendfsync={fsync}: warm-up", flush=True)
         for target in self.args.targets:
-            await asyncio.wait_for(
-                self.round(target, fsync, self.args.warmup, quiet=False),
-                max(self.remaining_s(), 0.1),
-            )
+            if await self.bounded(self.round(target, fsync, self.args.warmup, quiet=False)) is None:
+                return
         await self.rounds(fsync, self.args.requests, 0)
         if self.args.paced_rate > 0:
             await self.rounds(fsync, self.args.paced_requests, self.args.paced_rate)
+
+    async def bounded(self, work: Awaitable[RoundResult]) -> RoundResult | None:
+        """The round, or None once the time limit is reached (the round is dropped)."""
+        remaining = self.remaining_s()
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            return await asyncio.wait_for(work, remaining)
+        except TimeoutError:
+            if not self.timed_out:
+                print("  time limit reached: the rest of the run is skipped", flush=True)
+            self.timed_out = True
+            if inspect.iscoroutine(work):
+                work.close()
+            return None
 
     async def rounds(self, fsync: str, requests: int, rate: float) -> None:
         load = f"paced {rate:.0f}/s" if rate else "closed loop"
@@ -498,12 +513,9 @@ class Bench:
             if number % 2:
                 order.reverse()
             for target in order:
-                if self.remaining_s() <= 0:
-                    print("  time limit reached: stopping early", flush=True)
+                result = await self.bounded(self.round(target, fsync, requests, rate))
+                if result is None:
                     return
-                result = await asyncio.wait_for(
-                    self.round(target, fsync, requests, rate), max(self.remaining_s(), 0.1)
-                )
                 self.results.append(result)
                 print(f"  {load} round {number + 1} {target:<12} "
                       f"{result.jobs_per_s:8.0f} jobs/s  p50 {result.percentile(50):6.1f} ms"
@@ -541,7 +553,7 @@ def summarize(results: list[RoundResult]) -> dict[str, float]:
 def print_mode_table(
     fsync: str, results: list[RoundResult], targets: Sequence[str], rate: float = 0
 ) -> None:
-    results = [r for r in results if r.rate == rate]
+    results = [r for r in results if r.rate == rate and r.fsync == fsync]
     if not results:
         return
     if rate:
@@ -699,7 +711,8 @@ async def run(args: argparse.Namespace, work_dir: Path) -> None:
         await admin.config_set("auto-aof-rewrite-percentage", 0)
         try:
             for fsync in args.fsync:
-                await bench.run_mode(fsync, admin)
+                if not bench.timed_out:
+                    await bench.run_mode(fsync, admin)
             for fsync in args.fsync:
                 print_mode_table(fsync, bench.results, args.targets)
                 print_mode_table(fsync, bench.results, args.targets, args.paced_rate)
