@@ -135,6 +135,10 @@ async def ack(request: web.Request) -> web.Response:
                   idempotency_key=outcome.trace.idempotency_key,
                   correlation_id=outcome.trace.correlation_id, lease_id=body.lease_id,
                   fence=body.fence, state=str(outcome.state), error=body.error)  # fmt: skip
+    elif outcome.stray:
+        # Answered 200 all the same: an error would only make the agent retry forever.
+        log_event("stray_ack", logging.WARNING, job_id=job_id, printer_id=printer_id,
+                  lease_id=body.lease_id, reason="no start was granted to this lease")  # fmt: skip
     else:
         log_event("ack_repeated", job_id=job_id, printer_id=printer_id, lease_id=body.lease_id)
     return json_response(AckResponse(job_id=job_id, state=outcome.state, recorded=outcome.recorded))

@@ -94,6 +94,10 @@ class VenueKeys:
         """A badge PDF uploaded by a kiosk, content-addressed."""
         return f"{self.prefix}artifact:{sha256}"
 
+    def grants(self, job_id: str) -> str:
+        """Lease ids ever granted a start of this job (scripts: job key .. ':grants')."""
+        return f"{self.prefix}job:{job_id}:grants"
+
     def idempotency(self, idempotency_key: str) -> str:
         return f"{self.prefix}idem:{idempotency_key}"
 

@@ -70,6 +70,7 @@ class AckOutcome:
     state: JobState
     recorded: bool
     trace: JobTrace
+    stray: bool = False
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,7 @@ class JobStore:
             state=JobState(_text(reply[1])),
             recorded=int(reply[0]) == 1,
             trace=JobTrace(_text(reply[2]), _text(reply[3])),
+            stray=int(reply[0]) == 3,
         )
 
     async def heartbeat(self, printer_id: str, beat: HeartbeatRequest) -> HeartbeatOutcome:

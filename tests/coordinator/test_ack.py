@@ -154,3 +154,18 @@ async def test_an_ack_for_an_unknown_job_is_a_404(client: Client) -> None:
         json={"lease_id": "lease_x-1", "result": "printed"}, headers=flows.agent(),
     )  # fmt: skip
     flows.assert_error_shape(await flows.expect(response, 404), "not_found")
+
+
+async def test_a_printed_ack_from_a_lease_never_granted_is_ignored(client: Client) -> None:
+    # GIVEN a queued job and a lease of it that was never granted a start
+    job_id = (await flows.submit(client))["job_id"]
+    leased = await flows.lease_one(client)
+    # WHEN a printed ack names that lease (or a made-up one)
+    for lease_id in (leased["lease_id"], "lease_made_up-1"):
+        answer = await flows.ack(client, job_id, lease_id, result="printed")
+        # THEN it is answered (no retry storm) but recorded as nothing
+        assert answer["recorded"] is False
+    job = await flows.get_job(client, job_id)
+    assert job["state"] == "leased" and job["prints"] == 0
+    # AND the real holder can still start and print it
+    assert (await flows.start(client, job_id, leased["lease_id"]))["granted"] is True

@@ -7,7 +7,8 @@
 -- ARGV[9] uncertain policy: reprint | hold
 -- ARGV[10] retry backoff unit ms  ARGV[11] retry backoff cap ms  ARGV[12] jitter factor
 -- Returns {code, state, idempotency_key, correlation_id}:
---   code 1 recorded, 0 already recorded, -2 no such job.
+--   code 1 recorded, 0 already recorded, 3 stray (a printed ack from a lease that
+--   was never granted this job: it cannot have printed it), -2 no such job.
 local prefix, printer_id, lease_id, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local f = redis.call('HMGET', KEYS[1], 'state', 'lease_id', 'printer_id', 'score',
   'job_id', 'idempotency_key', 'correlation_id')
@@ -36,6 +37,9 @@ local function leave_current_place()
 end
 
 if result == 'printed' then
+  if redis.call('SISMEMBER', KEYS[1] .. ':grants', lease_id) == 0 then
+    return {3, state, f[6], f[7]}
+  end
   -- A print is a physical fact: record it even on a revoked lease, which is how
   -- reconciliation learns about a badge that came out twice.
   if redis.call('SADD', KEYS[2], lease_id) == 0 then

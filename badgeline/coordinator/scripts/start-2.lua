@@ -36,6 +36,8 @@ redis.call('HSET', KEYS[1], 'granted_ms', now)
 redis.call('ZREM', KEYS[2], fields[5])
 -- The failover controller needs to know what each printer has in flight.
 redis.call('SADD', printing_key(prefix, ARGV[2]), fields[5])
+-- Only a lease that was granted can have printed: acks name one of these.
+redis.call('SADD', job_key(prefix, fields[5]) .. ':grants', ARGV[3])
 transition(prefix, fields[5], 'leased', 'printing', ARGV[4],
   'start granted to ' .. ARGV[3] .. ' fence ' .. fence, now)
 return reply(1, fence)
