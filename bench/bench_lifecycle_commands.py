@@ -79,6 +79,8 @@ BENCH_COMMANDS = frozenset({"config|resetstat", "info", "echo", "multi", "exec"}
 # heartbeat that changes a printer's state) run these scripts and read the printer
 # registry (SMEMBERS printers, HMGET printer:<id>), never on a job's request path:
 # the bench targets plain printer ids, so no request is routed through the registry.
+# Other plain commands on a printer's keys (the paper level a heartbeat records)
+# are counted with the heartbeats.
 UPKEEP_SCRIPTS = frozenset(
     {"expire_leases", "check_heartbeats", "failover", "resolve_inflight", "promote_retries",
      "unpark"}
@@ -124,7 +126,9 @@ class RoundTrip:
         registry = self.key == KEYS.printers or self.key.startswith(KEYS.printer(""))
         if self.label in REGISTRY_READS and registry:
             return "upkeep"
-        return "heartbeat" if name == "heartbeat" else "job"
+        if name == "heartbeat" or (registry and not self.label.startswith("EVALSHA")):
+            return "heartbeat"  # the beat's script, and what a beat writes about its printer
+        return "job"
 
 
 class Monitor:
