@@ -85,7 +85,7 @@ async def test_drill_skew_found_with_queues_and_fixed_with_rebalance(venue: Venu
 
 async def test_drill_stuck_head_behind_a_forgotten_pause_is_resumed(venue: Venue) -> None:
     # GIVEN printer-a printing normally, then paused and forgotten, with badges waiting
-    agents = fleet(venue, "printer-a")
+    fleet(venue, "printer-a")
     await venue.ops("POST", "/v1/printers/printer-a/pause", {})
     ids = await venue.submit("printer-a", 3)
 
@@ -102,14 +102,14 @@ async def test_drill_stuck_head_behind_a_forgotten_pause_is_resumed(venue: Venue
 
     # Step 5: the head moves: every badge prints on printer-a, the queue empties
     jobs = await wait_printed(venue, ids)
-    assert all(j["prints"] == 1 for j in jobs) and set(ids) <= set(agents["printer-a"].printed)
+    assert all(j["prints"] == 1 and j["printer_id"] == "printer-a" for j in jobs)
     queues = (await venue.cli_ok("queues", "--json")).json()["queues"]
     assert [q["queue_depth"] for q in queues if q["printer_id"] == "printer-a"] == [0]
 
 
 async def test_drill_zombie_printer_is_drained_to_a_live_one(venue: Venue) -> None:
     # GIVEN printer-a heartbeating but never taking work (a zombie) and printer-b printing
-    agents = fleet(venue, "printer-b")
+    fleet(venue, "printer-b")
     ids = await venue.submit("printer-a", 4)
 
     # Step 3: liveness: fresh heartbeats, a head that does not move
@@ -123,7 +123,6 @@ async def test_drill_zombie_printer_is_drained_to_a_live_one(venue: Venue) -> No
     # THEN printer-b printed every badge once, printer-a is empty and paused
     jobs = await wait_printed(venue, ids)
     assert all(j["prints"] == 1 and j["printer_id"] == "printer-b" for j in jobs)
-    assert set(ids) <= set(agents["printer-b"].printed)
     queue = (await venue.cli_ok("queues", "--json")).json()["queues"][0]
     assert (queue["printer_id"], queue["queue_depth"], queue["paused"]) == ("printer-a", 0, True)
     decisions = await venue.cli_ok("failovers", "--printer", "printer-a")
