@@ -24,6 +24,11 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _pairs(flat: list[Any]) -> dict[str, str]:
+    items = [_text(x) for x in flat]
+    return dict(zip(items[0::2], items[1::2], strict=True))
+
+
 def normalise_decision(raw: str | bytes) -> dict[str, Any]:
     """Lua's cjson writes an empty list as {}: give readers real lists."""
     decision: dict[str, Any] = json.loads(raw)
@@ -31,6 +36,7 @@ def normalise_decision(raw: str | bytes) -> dict[str, Any]:
         if decision.get(field) == {}:
             decision[field] = []
     decision.setdefault("inflight_resolution", {})
+    decision.setdefault("moved_to", {})
     return decision
 
 
@@ -91,7 +97,25 @@ class FailoverController:
             return None
         decision = normalise_decision(reply[1])
         self._log_decision(decision)
+        await self.log_job_events("job_failed_over", decision["moved_to"],
+                                  decision_id=decision["decision_id"], from_printer=printer_id)
+        await self.log_job_events("job_parked", dict.fromkeys(decision["parked_job_ids"], "parked"),
+                                  decision_id=decision["decision_id"], from_printer=printer_id)
         return decision
+
+    async def log_job_events(self, event: str, placements: dict[str, str], **fields: Any) -> None:
+        """One traced line per job moved (invariant 8), with the job's own ids."""
+        if not placements:
+            return
+        async with self.store.redis.pipeline(transaction=False) as pipe:
+            for job_id in placements:
+                pipe.hmget(self.keys.job(job_id), ["idempotency_key", "correlation_id"])
+            traces = await pipe.execute()
+        pairs = zip(placements.items(), traces, strict=True)
+        for (job_id, printer_id), (key, correlation) in pairs:
+            log_event(event, logging.WARNING, job_id=job_id, printer_id=printer_id,
+                      idempotency_key=_text(key or b""), correlation_id=_text(correlation or b""),
+                      **fields)  # fmt: skip
 
     def _log_decision(self, decision: dict[str, Any]) -> None:
         log_event(
@@ -105,9 +129,6 @@ class FailoverController:
         if decision["parked_job_ids"]:
             log_event("no_healthy_target", logging.ERROR, printer_id=decision["dead_printer_id"],
                       parked=len(decision["parked_job_ids"]))  # fmt: skip
-            for job_id in decision["parked_job_ids"]:
-                log_event("job_parked", logging.WARNING, job_id=job_id,
-                          printer_id=decision["dead_printer_id"])  # fmt: skip
 
     async def resolve_inflight(self) -> None:
         reply = await self.store.scripts["resolve_inflight"](
@@ -118,10 +139,10 @@ class FailoverController:
         items = [_text(x) for x in reply]
         for i in range(0, len(items), 3):
             job_id, decision_id, outcome = items[i : i + 3]
-            log_event("inflight_resolved", logging.WARNING, job_id=job_id,
-                      decision_id=decision_id, outcome=outcome,
-                      inflight_acked=outcome == "acked",
-                      reprinted_inflight=outcome == "reprinted")  # fmt: skip
+            await self.log_job_events("inflight_resolved", {job_id: outcome},
+                                      decision_id=decision_id, outcome=outcome,
+                                      inflight_acked=outcome == "acked",
+                                      reprinted_inflight=outcome == "reprinted")  # fmt: skip
 
     async def promote_retries_and_unpark(self) -> None:
         k = self.keys
@@ -133,8 +154,8 @@ class FailoverController:
             [k.parked],
             [k.prefix, everyone, self.settings.high_water_mark, ACTOR, k.wake_channel, 200],
         )
-        if promoted or unparked:
-            log_event("jobs_back_in_line", retries=int(promoted), unparked=int(unparked))
+        await self.log_job_events("job_retry_due", _pairs(promoted))
+        await self.log_job_events("job_unparked", _pairs(unparked))
 
     async def tick(self) -> None:
         await self.check_heartbeats()

@@ -57,4 +57,7 @@ async def rebalance(coordinator: Coordinator, actor: str) -> list[dict[str, str]
         depths[target] += 1
         moves.append({"job_id": job_id, "from": source, "to": target})
     log_event("queues_rebalanced", moved=len(moves), actor=actor)
+    await coordinator.failover.log_job_events(
+        "job_rebalanced", {m["job_id"]: m["to"] for m in moves}, actor=actor
+    )
     return moves

@@ -4,6 +4,7 @@ process-level tests with emulators count prints at the printers."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -64,7 +65,10 @@ async def job(client: TestClient[Any, Any], job_id: str) -> dict[str, Any]:
     return found
 
 
-async def test_jammed_printer_fails_over_once(fleet: TestClient[Any, Any]) -> None:
+async def test_jammed_printer_fails_over_once(
+    fleet: TestClient[Any, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="badgeline.events")
     # GIVEN two healthy printers and five jobs on printer-a, one printing, one leased
     await beat(fleet, "printer-a")
     await beat(fleet, "printer-b")
@@ -89,6 +93,11 @@ async def test_jammed_printer_fails_over_once(fleet: TestClient[Any, Any]) -> No
     peek = await (await fleet.get("/v1/queues/printer-b?limit=10", headers=OPS)).json()
     moved = [j["job_id"] for j in peek["jobs"]]
     assert moved[:4] == [j for j in ids if j != printing["job_id"]]
+    # AND each move left a traced log line (invariant 8)
+    moves = [r.fields for r in caplog.records if r.getMessage() == "job_failed_over"]  # type: ignore[attr-defined]
+    assert sorted(m["job_id"] for m in moves) == sorted(decision["drained_job_ids"])
+    assert all(m["printer_id"] == "printer-b" and m["idempotency_key"].startswith("scan-")
+               and m["correlation_id"] for m in moves)  # fmt: skip
     # AND the old lease can no longer start
     refused = await fleet.post(f"/v1/agents/printer-a/jobs/{leased['job_id']}/start",
                                json={"lease_id": leased["lease_id"]},

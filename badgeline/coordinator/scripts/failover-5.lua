@@ -46,7 +46,7 @@ table.sort(jobs, function(a, b) return a.score < b.score end)
 
 local candidates = cjson.decode(ARGV[3])
 local high_water = tonumber(ARGV[4])
-local moved, parked, targets = {}, {}, {}
+local moved, parked, targets, moved_to = {}, {}, {}, {}
 for _, job in ipairs(jobs) do
   if job.from == 'queued' then
     redis.call('ZREM', KEYS[2], job.id)
@@ -59,6 +59,7 @@ for _, job in ipairs(jobs) do
       decision_id .. ': ' .. ARGV[10] .. ', moved from ' .. printer_id .. ' to ' .. target,
       now, ARGV[6])
     table.insert(moved, job.id)
+    moved_to[job.id] = target
     targets[target] = (targets[target] or 0) + 1
   else
     park_job(prefix, job.id, job.from, ARGV[5],
@@ -77,7 +78,7 @@ end
 local decision = {
   decision_id = decision_id, dead_printer_id = printer_id, reason = ARGV[10],
   decided_at = now / 1000, drained_job_ids = moved, parked_job_ids = parked,
-  targets = targets, inflight_job_ids = inflight, actor = ARGV[5],
+  targets = targets, moved_to = moved_to, inflight_job_ids = inflight, actor = ARGV[5],
 }
 -- (cjson encodes an empty table as {}; readers treat {} as an empty list.)
 local encoded = cjson.encode(decision)

@@ -4,11 +4,11 @@
 -- KEYS[1] retry zset (job_id -> due ms)
 -- ARGV[1] prefix  ARGV[2] candidate printer ids (JSON)  ARGV[3] high water
 -- ARGV[4] actor  ARGV[5] wake channel
--- Returns the number of jobs put back in line.
+-- Returns a flat list {job_id, target printer or 'parked', ...}.
 local prefix = ARGV[1]
 local now = now_ms()
 local high_water = tonumber(ARGV[3])
-local count = 0
+local back = {}
 for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 200)) do
   redis.call('ZREM', KEYS[1], job_id)
   local own = redis.call('HGET', job_key(prefix, job_id), 'printer_id')
@@ -23,7 +23,9 @@ for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT
     move_job(prefix, job_id, 'retrying', target, ARGV[4], 'retry backoff over', now, ARGV[5])
   else
     park_job(prefix, job_id, 'retrying', ARGV[4], 'retry due but no printer with room', now)
+    target = 'parked'
   end
-  count = count + 1
+  table.insert(back, job_id)
+  table.insert(back, target)
 end
-return count
+return back

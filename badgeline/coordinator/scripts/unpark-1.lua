@@ -3,11 +3,11 @@
 -- KEYS[1] parked zset (job_id -> score)
 -- ARGV[1] prefix  ARGV[2] candidate printer ids (JSON)  ARGV[3] high water
 -- ARGV[4] actor  ARGV[5] wake channel  ARGV[6] max jobs
--- Returns the number of jobs dispatched.
+-- Returns a flat list {job_id, target, ...} of the jobs dispatched.
 local prefix = ARGV[1]
 local now = now_ms()
 local candidates = cjson.decode(ARGV[2])
-local dispatched = 0
+local dispatched = {}
 for _, job_id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[6]) - 1)) do
   local target = pick_target(prefix, candidates, tonumber(ARGV[3]), now, nil)
   if not target then
@@ -16,6 +16,7 @@ for _, job_id in ipairs(redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[6]) - 1))
   redis.call('ZREM', KEYS[1], job_id)
   move_job(prefix, job_id, 'parked', target, ARGV[4], 'unparked: ' .. target .. ' is healthy',
     now, ARGV[5])
-  dispatched = dispatched + 1
+  table.insert(dispatched, job_id)
+  table.insert(dispatched, target)
 end
 return dispatched
