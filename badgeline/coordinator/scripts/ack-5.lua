@@ -30,6 +30,8 @@ local function leave_current_place()
     redis.call('ZREM', prefix .. 'parked', job_id)
   elseif state == 'retrying' then
     redis.call('ZREM', prefix .. 'retry', job_id)
+  elseif state == 'held' then
+    redis.call('ZREM', prefix .. 'held', job_id)
   elseif state == 'failed' or state == 'dead_lettered' then
     -- a late printed ack: the badge exists, so there is nothing left to redrive
     redis.call('ZREM', KEYS[5], job_id)
@@ -74,6 +76,7 @@ if result == 'uncertain' then
   if ARGV[9] == 'hold' then
     transition(prefix, job_id, state, 'held', ARGV[7],
       'agent cannot tell whether it printed (' .. ARGV[5] .. '); held for an operator', now)
+    redis.call('ZADD', prefix .. 'held', now, job_id)
     return {1, 'held', f[6], f[7]}
   end
   redis.call('HSET', KEYS[1], 'possible_duplicate', 1, 'lease_id', '')

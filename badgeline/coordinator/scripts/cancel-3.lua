@@ -22,7 +22,9 @@ elseif state == 'parked' then
   redis.call('ZREM', prefix .. 'parked', f[3])
 elseif state == 'retrying' then
   redis.call('ZREM', prefix .. 'retry', f[3])
-elseif state ~= 'held' then
+elseif state == 'held' then
+  redis.call('ZREM', prefix .. 'held', f[3])
+else
   return {-1, state}
 end
 transition(prefix, f[3], state, 'canceled', ARGV[2], ARGV[3], now_ms())

@@ -22,8 +22,18 @@ if claimed and string.sub(claimed, 1, #job_id + 1) ~= job_id .. '|' then
     'redrive suppressed: key already accepted as ' .. other, now)
   return {2, other}
 end
+local high_water = tonumber(ARGV[3])
+if redis.call('HGET', printer_key(prefix, printer_id), 'state') == 'dead' then
+  -- Its printer died meanwhile: send it to a healthy peer instead of a dead queue.
+  local peer = pick_target(prefix, redis.call('SMEMBERS', prefix .. 'printers'), high_water, now,
+    printer_id)
+  if peer then
+    printer_id = peer
+    redis.call('HSET', KEYS[1], 'printer_id', peer)
+  end
+end
 local depth = redis.call('ZCARD', queue_key(prefix, printer_id))
-if depth >= tonumber(ARGV[3]) then
+if depth >= high_water then
   return {3, tostring(depth)}
 end
 local seq = redis.call('INCR', KEYS[4])

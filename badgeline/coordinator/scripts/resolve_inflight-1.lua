@@ -24,6 +24,7 @@ for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT
     local why = f[3] .. ': no ack from ' .. f[2] .. ' within the grace period'
     if ARGV[4] == 'hold' then
       transition(prefix, job_id, 'printing', 'held', ARGV[5], why .. '; held for an operator', now)
+      redis.call('ZADD', prefix .. 'held', now, job_id)
       outcome = 'held'
     else
       redis.call('HSET', key, 'possible_duplicate', 1)
