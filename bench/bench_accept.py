@@ -551,7 +551,7 @@ def summarize(results: list[RoundResult]) -> dict[str, float]:
 
 
 def print_mode_table(
-    fsync: str, results: list[RoundResult], targets: Sequence[str], rate: float = 0
+    fsync: str, results: list[RoundResult], targets: Sequence[str], rate: float, quiet: float
 ) -> None:
     results = [r for r in results if r.rate == rate and r.fsync == fsync]
     if not results:
@@ -563,39 +563,52 @@ def print_mode_table(
         print(f"\nappendfsync={fsync}, closed loop (each client sends its next job when answered):"
               " median over rounds; jobs/s range = slowest..fastest round")  # fmt: skip
     print(
-        f"{'server':<12} {'rounds':>6} {'jobs/s':>8} {'range':>13} {'p50 ms':>7} {'p99 ms':>7}"
+        f"{'server':<18} {'rounds':>6} {'jobs/s':>8} {'range':>13} {'p50 ms':>7} {'p99 ms':>7}"
         f" {'p99 max':>7} {'non-201':>7} {'CPU% server':>11} {'redis':>6} {'client':>6}"
         f" {'others':>6} {'server CPU ms/job':>17}"
     )
-    summaries = {}
-    for target in targets:
-        mine = [r for r in results if r.target == target and r.fsync == fsync]
-        if not mine:
-            continue
-        s = summaries[target] = summarize(mine)
-        span = f"{s['min']:.0f}..{s['max']:.0f}"
-        print(f"{target:<12} {s['rounds']:>6.0f} {s['jobs_per_s']:>8.0f} {span:>13} "
-              f"{fmt_ms(s['p50'])} {fmt_ms(s['p99'])} {fmt_ms(s['p99_max'])} {s['errors']:>7.0f}"
-              f" {s['server']:>10.0f}% {s['redis']:>5.0f}% {s['client']:>5.0f}%"
-              f" {s['others']:>5.0f}% {s['cpu_ms']:>17.3f}")  # fmt: skip
-    if "coordinator" in summaries and "bare" in summaries and not rate:
-        coordinator, bare = summaries["coordinator"], summaries["bare"]
-        ratio = coordinator["jobs_per_s"] / bare["jobs_per_s"]
-        print(
-            f"coordinator / bare = {ratio:.2f}x (target >= 0.65x); "
-            f"coordinator p99 = {coordinator['p99']:.1f} ms (target <= 25 ms)"
-        )
-        cost_ratio = bare["cpu_ms"] / coordinator["cpu_ms"]
-        print(
-            f"CPU per job, bare / coordinator = {cost_ratio:.2f}x: the jobs/s ratio when each"
-            " server has a core to itself (less sensitive to the noise than jobs/s)"
-        )
+    calm = [r for r in results if r.cpu_pct("others") <= quiet]
+    everything = print_rows(results, targets, "")
+    calmest = print_rows(calm, targets, " quiet")
+    print(f"  (a quiet row keeps only the rounds in which everything else on the machine used at"
+          f" most {quiet:.0f}% of a core)")  # fmt: skip
+    if not rate:
+        print_ratios(everything, "all rounds")
+        print_ratios(calmest, "quiet rounds")
         ratio_rounds = paired_ratios(results, fsync)
         if ratio_rounds:
             print(
                 "  per-round ratios (coordinator / bare of the same round): "
                 + " ".join(f"{x:.2f}" for x in ratio_rounds)
             )
+
+
+def print_rows(
+    results: list[RoundResult], targets: Sequence[str], suffix: str
+) -> dict[str, dict[str, float]]:
+    summaries = {}
+    for target in targets:
+        mine = [r for r in results if r.target == target]
+        if not mine:
+            continue
+        s = summaries[target] = summarize(mine)
+        span = f"{s['min']:.0f}..{s['max']:.0f}"
+        print(f"{target + suffix:<18} {s['rounds']:>6.0f} {s['jobs_per_s']:>8.0f} {span:>13} "
+              f"{fmt_ms(s['p50'])} {fmt_ms(s['p99'])} {fmt_ms(s['p99_max'])} {s['errors']:>7.0f}"
+              f" {s['server']:>10.0f}% {s['redis']:>5.0f}% {s['client']:>5.0f}%"
+              f" {s['others']:>5.0f}% {s['cpu_ms']:>17.3f}")  # fmt: skip
+    return summaries
+
+
+def print_ratios(summaries: dict[str, dict[str, float]], which: str) -> None:
+    if "coordinator" not in summaries or "bare" not in summaries:
+        return
+    coordinator, bare = summaries["coordinator"], summaries["bare"]
+    ratio = coordinator["jobs_per_s"] / bare["jobs_per_s"]
+    cost_ratio = bare["cpu_ms"] / coordinator["cpu_ms"]
+    print(f"{which}: coordinator / bare = {ratio:.2f}x jobs/s (target >= 0.65x), {cost_ratio:.2f}x"
+          f" by CPU per job (the jobs/s ratio if each had a core to itself); coordinator p99"
+          f" {coordinator['p99']:.1f} ms (target <= 25 ms)")  # fmt: skip
 
 
 def paired_ratios(results: list[RoundResult], fsync: str) -> list[float]:
@@ -714,8 +727,8 @@ async def run(args: argparse.Namespace, work_dir: Path) -> None:
                 if not bench.timed_out:
                     await bench.run_mode(fsync, admin)
             for fsync in args.fsync:
-                print_mode_table(fsync, bench.results, args.targets)
-                print_mode_table(fsync, bench.results, args.targets, args.paced_rate)
+                for rate in sorted({0.0, args.paced_rate}):
+                    print_mode_table(fsync, bench.results, args.targets, rate, args.quiet_below)
             await print_redis_facts(admin, bench)
         finally:
             await admin.aclose()
