@@ -8,6 +8,7 @@ every cache on the network for up to 75 minutes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -134,6 +135,9 @@ class ServiceAdvertiser:
     async def _close_own(self) -> None:
         if self._zeroconf is not None and self._shared_zeroconf is None:
             await self._zeroconf.async_close()
+            # Closing a datagram transport finishes in a callback scheduled on the
+            # loop; yield once so the sockets are really closed when we return.
+            await asyncio.sleep(0)
         self._zeroconf = None
 
     async def __aenter__(self) -> Self:

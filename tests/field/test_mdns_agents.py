@@ -114,6 +114,10 @@ async def test_an_agent_update_is_seen(mdns_peer: PeerFactory) -> None:
         assert agent is not None and agent.address == "127.0.0.9"
 
 
+# python-zeroconf 0.154 leaves its two port-5353 sockets to the garbage collector
+# when a registration fails its probe, even after async_close(); the agent exits
+# on a name conflict anyway, so the leak is bounded to one per failed start.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_two_agents_claiming_one_printer_id_is_a_name_conflict(
     mdns_peer: PeerFactory,
 ) -> None:
