@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from badgeline.coordinator.auth import token_digest
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
 
 DEFAULT_PRINTERS = ("printer-a", "printer-b", "printer-c")
 
@@ -68,6 +68,12 @@ class PrinterSlot:
 
 @dataclass
 class LocalVenue:
+    """`coordinator_count` > 1 runs that many coordinator processes at once on one
+    Redis server the venue starts itself (as `shared_redis` does for one); agents
+    talk to the first unless `agent_overrides` says otherwise. `agent_overrides`
+    maps a printer id to settings laid over its agent's config (tables merge), e.g.
+    `{"printer-b": {"coordinator_url": venue.coordinator_urls[1]}}`."""
+
     root: Path
     printer_ids: tuple[str, ...] = DEFAULT_PRINTERS
     coordinator_port: int = 0
@@ -76,10 +82,19 @@ class LocalVenue:
     operator_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     processes: dict[str, ManagedProcess] = field(default_factory=dict)
     printers: dict[str, PrinterSlot] = field(default_factory=dict)
+    coordinator_count: int = 1
+    shared_redis: bool = False
+    agent_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    coordinator_ports: list[int] = field(default_factory=list)
+    redis: EmbeddedRedis | None = None
 
     def __post_init__(self) -> None:
         self.root = self.root.resolve()
         self.coordinator_port = self.coordinator_port or free_port()
+        self.coordinator_ports = [self.coordinator_port] + [
+            free_port() for _ in range(self.coordinator_count - 1)
+        ]
+        self.shared_redis = self.shared_redis or self.coordinator_count > 1
         for printer_id in self.printer_ids:
             self.printers[printer_id] = PrinterSlot(
                 printer_id, free_port(), free_port(), free_port(), secrets.token_urlsafe(24)
@@ -88,6 +103,15 @@ class LocalVenue:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.coordinator_port}"
+
+    @property
+    def coordinator_urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{port}" for port in self.coordinator_ports]
+
+    @staticmethod
+    def coordinator_name(index: int) -> str:
+        """The process name of the index-th coordinator: coordinator, coordinator-2, …"""
+        return "coordinator" if index == 0 else f"coordinator-{index + 1}"
 
     @property
     def badges_dir(self) -> Path:
@@ -110,7 +134,7 @@ class LocalVenue:
                 lines.append(f"{key} = {json.dumps(value)}")
         return "\n".join(lines) + "\n" + "\n".join(tables) + "\n"
 
-    def write_coordinator_config(self) -> Path:
+    def write_coordinator_config(self, index: int = 0) -> Path:
         tokens = [
             {"name": "demo-kiosk", "role": "kiosk", "sha256": token_digest(self.kiosk_token)},
             {"name": "demo-operator", "role": "operator",
@@ -120,13 +144,15 @@ class LocalVenue:
              "printer_id": slot.printer_id, "sha256": token_digest(slot.token)}
             for slot in self.printers.values()
         ]  # fmt: skip
+        name = self.coordinator_name(index)
         config: dict[str, Any] = {
-            "listen_port": self.coordinator_port,
-            "state_dir": str(self.root / "coordinator"),
+            "listen_port": self.coordinator_ports[index],
+            "state_dir": str(self.root / name),
+            **({"redis_url": self.redis.url} if self.redis is not None else {}),
             **self.extra_coordinator_config,
             "tokens": tokens,
         }
-        path = self.root / "coordinator.toml"
+        path = self.root / f"{name}.toml"
         path.write_text(self._toml(config))
         return path
 
@@ -139,6 +165,9 @@ class LocalVenue:
             "status_port": slot.status_port,
             "printer": {"kind": "emulator", "host": "127.0.0.1", "port": slot.port},
         }
+        for key, value in self.agent_overrides.get(slot.printer_id, {}).items():
+            merge = isinstance(value, dict) and isinstance(config.get(key), dict)
+            config[key] = {**config[key], **value} if merge else value
         path = self.root / f"agent-{slot.printer_id}.toml"
         path.write_text(self._toml(config))
         return path
@@ -154,16 +183,26 @@ class LocalVenue:
         managed.start()
         return managed
 
-    def start_coordinator(self) -> None:
-        self._add("coordinator", self._badgeline(
-            "coordinator", "--config", str(self.write_coordinator_config())))  # fmt: skip
-        wait_until(lambda: http_ok(self.url + "/healthz"), 30, "the coordinator to answer")
+    def start_redis(self) -> None:
+        """The Redis server every coordinator of the venue shares (`shared_redis`)."""
+        self.redis = EmbeddedRedis(self.root / "redis")
+        self.redis.start()
 
-    def start_emulator(self, printer_id: str) -> None:
+    def start_coordinator(self, index: int = 0) -> None:
+        self._add(self.coordinator_name(index), self._badgeline(
+            "coordinator", "--config", str(self.write_coordinator_config(index))))  # fmt: skip
+        url = self.coordinator_urls[index]
+        wait_until(lambda: http_ok(url + "/healthz"), 30, f"the coordinator at {url} to answer")
+
+    def start_emulator(self, printer_id: str, wait: bool = True) -> None:
         slot = self.printers[printer_id]
         self._add(f"emulator-{printer_id}", self._badgeline(
             "emulator", "--port", str(slot.port), "--control-port", str(slot.control_port),
             "--out", str(self.badges_dir / printer_id)))  # fmt: skip
+        if wait:
+            self.wait_for_emulator(printer_id)
+
+    def wait_for_emulator(self, printer_id: str) -> None:
         wait_until(lambda: http_ok(self.emulator_url(printer_id) + "/status"), 20,
                    f"emulator {printer_id}")  # fmt: skip
 
@@ -174,9 +213,15 @@ class LocalVenue:
 
     def start(self) -> None:
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
-        self.start_coordinator()
+        if self.shared_redis:
+            self.start_redis()
+        for index in range(self.coordinator_count):
+            self.start_coordinator(index)
+        # Emulators start side by side: each takes a second or two to import.
         for printer_id in self.printer_ids:
-            self.start_emulator(printer_id)
+            self.start_emulator(printer_id, wait=False)
+        for printer_id in self.printer_ids:
+            self.wait_for_emulator(printer_id)
         for printer_id in self.printer_ids:
             self.start_agent(printer_id)
         wait_until(self.all_printers_healthy, 60, "every printer to report healthy")
@@ -193,6 +238,8 @@ class LocalVenue:
         # Agents first, so they do not spend their last seconds retrying a dead coordinator.
         for name in sorted(self.processes, key=lambda n: (not n.startswith("agent"), n)):
             self.processes[name].stop()
+        if self.redis is not None:
+            self.redis.stop()
 
     def kill_agent(self, printer_id: str) -> None:
         """SIGKILL, as a power cut would: no goodbye, no last heartbeat."""

@@ -82,6 +82,12 @@ if result == 'uncertain' then
   redis.call('HSET', KEYS[1], 'possible_duplicate', 1, 'lease_id', '')
   transition(prefix, job_id, state, 'queued', ARGV[7],
     'agent cannot tell whether it printed (' .. ARGV[5] .. '); re-dispatched', now)
+  if redis.call('HGET', printer_key(prefix, current_printer), 'state') == 'dead' then
+    -- Its printer died, and its failover may already have run: a job queued
+    -- there would wait for it to recover. Parked, it goes to the first healthy one.
+    park_job(prefix, job_id, 'queued', ARGV[7], 'printer ' .. current_printer .. ' is dead', now)
+    return {1, 'parked', f[6], f[7]}
+  end
   enqueue(prefix, job_id, current_printer, tonumber(f[4]), ARGV[8])
   return {1, 'queued', f[6], f[7]}
 end
