@@ -1,0 +1,307 @@
+"""Agent start-up time and idle memory, measured on real processes.
+
+    .venv/bin/python bench/bench_agent.py [--runs 7] [--settle 4] [--explain]
+
+A benchmark, not a test: it prints figures and asserts nothing. It starts the
+coordinator (with its embedded Redis) and one printer emulator through
+`LocalVenue`, then starts `badgeline agent --config …` `--runs` times, one
+after the other, each time as a new process on the same journal (the first
+run creates it).
+
+- Start-up time: from just before the agent process is spawned to the first
+  heartbeat the coordinator records for the printer. The heartbeat's time is
+  read back from `GET /v1/printers` (`last_heartbeat_age_s`, subtracted from
+  the time of the answer); coordinator and agent share this machine's clock.
+  Polling every 10 ms adds up to ~10 ms.
+- Idle RSS: `VmRSS` from /proc/<pid>/status once the agent has started and
+  sent heartbeats for `--settle` seconds, for the agent process and, apart,
+  for its children (the badge render worker, a spawned Python process that
+  imports PDFium and Pillow, see badgeline/agent/badge/sandbox.py).
+
+Targets (issue 3): start-up ≤ 1.5 s, idle RSS ≤ 45 MB. Both are measured with
+the agent's defaults and again with `render_in_sandbox = false` (no worker
+process), to show what the worker costs.
+
+`--explain` adds where the time and memory go: `python -X importtime` of the
+agent's modules (cumulative, top entries) and `tracemalloc` of their import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# Run from a checkout without installing: make `badgeline` importable.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from badgeline.localvenue import LocalVenue, ManagedProcess, wait_until
+
+PRINTER = "printer-a"
+START_TARGET_S = 1.5
+RSS_TARGET_MB = 45.0
+POLL_S = 0.01
+AGENT_MODULES = ("badgeline.agent.main", "badgeline.agent.service")
+
+
+@dataclass
+class Run:
+    startup_s: float
+    startup_cpu_s: float
+    agent_rss_mb: float
+    agent_anon_mb: float
+    children_rss_mb: float
+    children: list[str]
+
+    @property
+    def total_rss_mb(self) -> float:
+        return self.agent_rss_mb + self.children_rss_mb
+
+
+# ------------------------------------------------------------ /proc
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """VmRSS (or another kB field of /proc/<pid>/status) in MB of 10^6 bytes; 0 if gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    match = re.search(rf"^{field}:\s+(\d+) kB", status, re.MULTILINE)
+    return int(match.group(1)) * 1024 / 1e6 if match else 0.0
+
+
+def describe(pid: int) -> str:
+    """A child's role and VmRSS: the render worker or multiprocessing's resource tracker."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return "gone"
+    role = "resource_tracker" if "resource_tracker" in cmdline else (
+        "render worker" if "spawn_main" in cmdline else cmdline[:40])  # fmt: skip
+    return f"{role} {rss_mb(pid):.1f}"
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # After the command: state is field 3, so utime (14) and stime (15) are [11] and [12].
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+# ------------------------------------------------------------ the coordinator's view
+
+
+def heartbeat_at(venue: LocalVenue) -> float | None:
+    """Wall-clock time of the printer's latest heartbeat as the coordinator recorded it."""
+    printers = venue.api("GET", "/v1/printers")["printers"]
+    answered_at = time.time()
+    for printer in printers:
+        if printer["printer_id"] == PRINTER and printer["last_heartbeat_age_s"] is not None:
+            return answered_at - float(printer["last_heartbeat_age_s"])
+    return None
+
+
+def measure_once(venue: LocalVenue, settle_s: float) -> Run:
+    spawned_at = time.time()
+    agent: ManagedProcess = venue.start_agent(PRINTER)
+    assert agent.process is not None
+    pid = agent.process.pid
+    try:
+        deadline = time.monotonic() + 60
+        while (beat := heartbeat_at(venue)) is None or beat <= spawned_at:
+            if time.monotonic() > deadline or not agent.running:
+                raise RuntimeError(f"no heartbeat; see {agent.log_path}")
+            time.sleep(POLL_S)
+        cpu = cpu_s(pid) + sum(cpu_s(child) for child in children_of(pid))
+        time.sleep(settle_s)
+        children = children_of(pid)
+        return Run(beat - spawned_at, cpu, rss_mb(pid), rss_mb(pid, "RssAnon"),
+                   sum(map(rss_mb, children)), [describe(child) for child in children])  # fmt: skip
+    finally:
+        agent.stop()
+
+
+def measure(venue: LocalVenue, runs: int, settle_s: float, sandbox: bool) -> list[Run]:
+    os.environ["BADGELINE_AGENT_RENDER_IN_SANDBOX"] = "true" if sandbox else "false"
+    try:
+        return [measure_once(venue, settle_s) for _ in range(runs)]
+    finally:
+        del os.environ["BADGELINE_AGENT_RENDER_IN_SANDBOX"]
+
+
+# ------------------------------------------------------------ report
+
+
+def report(label: str, results: list[Run]) -> None:
+    startup = [r.startup_s for r in results]
+    print(f"\n{label} ({len(results)} runs, each a new agent process)")
+    print("  run  start-up s  (CPU s)  agent VmRSS MB  (RssAnon)  children VmRSS MB  total MB"
+          "  children")  # fmt: skip
+    for number, r in enumerate(results, 1):
+        print(f"  {number:>3}  {r.startup_s:>10.3f}  ({r.startup_cpu_s:>5.2f})"
+              f"  {r.agent_rss_mb:>14.1f}  ({r.agent_anon_mb:>7.1f})"
+              f"  {r.children_rss_mb:>17.1f}  {r.total_rss_mb:>8.1f}"
+              f"  {', '.join(r.children) or '-'}")  # fmt: skip
+    agent_rss = statistics.median(r.agent_rss_mb for r in results)
+    total_rss = statistics.median(r.total_rss_mb for r in results)
+    median_start = statistics.median(startup)
+    median_cpu = statistics.median(r.startup_cpu_s for r in results)
+    print(
+        f"  start-up median {median_start:.3f} s (min {min(startup):.3f}, max {max(startup):.3f})"
+        f"  target ≤ {START_TARGET_S} s: {verdict(median_start <= START_TARGET_S)};"
+        f" CPU used by then (agent + children) median {median_cpu:.2f} s"
+    )
+    print(f"  idle RSS median: agent {agent_rss:.1f} MB, agent + children {total_rss:.1f} MB"
+          f"  target ≤ {RSS_TARGET_MB:.0f} MB: agent {verdict(agent_rss <= RSS_TARGET_MB)},"
+          f" with children {verdict(total_rss <= RSS_TARGET_MB)}")  # fmt: skip
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "MISSED"
+
+
+# ------------------------------------------------------------ --explain
+
+
+def explain_imports(top: int = 15) -> None:
+    """Cumulative import time of the agent's modules in a fresh interpreter (wall clock)."""
+    code = "import " + ", ".join(AGENT_MODULES)
+    stderr = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
+                            capture_output=True, text=True, check=True).stderr  # fmt: skip
+    rows = []
+    for line in stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]), parts[2].rstrip()))
+    print(f"\npython -X importtime -c '{code}' (wall clock, so inflated on a busy machine);"
+          f" top {top} by cumulative time:")  # fmt: skip
+    for us, name in sorted(rows, reverse=True)[:top]:
+        print(f"  {us / 1000:>7.1f} ms  {name.strip()}")
+
+
+# Imported one after the other in a fresh interpreter, in the order the agent needs
+# them: each step is what that import adds on top of everything before it.
+IMPORT_STEPS = ("ssl", "asyncio", "aiosqlite", "pydantic.main", "pydantic_settings", "aiohttp",
+                "badgeline.agent.main", "badgeline.agent.service", "escpos")  # fmt: skip
+_STEPS_CODE = """
+import re, sys, time, tracemalloc
+if sys.argv[1] == 'traced':
+    tracemalloc.start()
+def memory():
+    if tracemalloc.is_tracing():
+        return [tracemalloc.get_traced_memory()[0] // 1000, 0]
+    status = open('/proc/self/status').read()
+    return [int(re.search(key + r':\\s+(\\d+)', status).group(1)) for key in ('VmRSS', 'RssAnon')]
+print('interpreter', 0, *memory())
+for name in sys.argv[2:]:
+    started = time.perf_counter()
+    if name == 'escpos':
+        from badgeline.agent.printers._escpos import escpos_api
+        escpos_api()
+    else:
+        __import__(name)
+    print(name, time.perf_counter() - started, *memory())
+"""
+
+
+def import_steps(mode: str) -> list[tuple[str, float, float, float]]:
+    """(module, import seconds, first measure MB, second measure MB) per import step."""
+    command = [sys.executable, "-c", _STEPS_CODE, mode, *IMPORT_STEPS]
+    stdout = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    steps = []
+    for line in stdout.splitlines():
+        name, seconds, first_kb, second_kb = line.split()
+        steps.append((name, float(seconds), int(first_kb) / 1000, int(second_kb) / 1000))
+    return steps
+
+
+def explain_memory() -> None:
+    """What each layer of the agent's imports adds: VmRSS, private memory, Python heap."""
+    traced = {name: heap for name, _, heap, _ in import_steps("traced")}
+    print(
+        "\nmemory step by step in a fresh interpreter (escpos = the agent's escpos_api(),"
+        " first called by the printer link's first probe; Python heap from tracemalloc,"
+        " a separate run):"
+    )
+    print(
+        "  import                     ms  VmRSS MB (+step)  RssAnon MB (+step)"
+        "  Python heap MB (+step)"
+    )
+    before = (0.0, 0.0, 0.0)
+    for name, seconds, rss, anon in import_steps("rss"):
+        heap = traced.get(name, 0.0)
+        print(f"  {name:<24} {seconds * 1000:>5.0f}  {rss:>8.1f} (+{rss - before[0]:4.1f})"
+              f"  {anon:>10.1f} (+{anon - before[1]:4.1f})"
+              f"  {heap:>14.1f} (+{heap - before[2]:4.1f})")  # fmt: skip
+        before = (rss, anon, heap)
+
+
+def interpreter_baseline_mb() -> float:
+    """RSS of a bare interpreter of this venv: the floor under any Python agent."""
+    process = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                               stdin=subprocess.PIPE)  # fmt: skip
+    time.sleep(0.5)
+    value = rss_mb(process.pid)
+    assert process.stdin is not None
+    process.stdin.close()
+    process.wait()
+    return value
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7, help="agent starts per configuration")
+    parser.add_argument("--settle", type=float, default=4.0,
+                        help="seconds of heartbeats before RSS is read")  # fmt: skip
+    parser.add_argument("--explain", action="store_true", help="import time and memory by module")
+    args = parser.parse_args()
+    print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
+    with tempfile.TemporaryDirectory(prefix="bench-agent-") as root:
+        venue = LocalVenue(Path(root), printer_ids=(PRINTER,))
+        (venue.root / "logs").mkdir(parents=True, exist_ok=True)
+        try:
+            venue.start_coordinator()
+            venue.start_emulator(PRINTER)
+            wait_until(lambda: venue.api("GET", "/v1/printers") is not None, 10, "the API")
+            report("defaults (render_in_sandbox = true)",
+                   measure(venue, args.runs, args.settle, sandbox=True))  # fmt: skip
+            report("render_in_sandbox = false (comparison: no render worker)",
+                   measure(venue, args.runs, args.settle, sandbox=False))  # fmt: skip
+        finally:
+            venue.stop()
+    print(
+        f"\nbare interpreter RSS (python -c 'sys.stdin.read()'): {interpreter_baseline_mb():.1f} MB"
+    )
+    if args.explain:
+        explain_imports()
+        explain_memory()
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
