@@ -11,11 +11,18 @@ Typed results, three kinds of outcome:
 
 Responses are read leniently: the API may add fields, and an agent in the
 field must keep working against a newer coordinator.
+
+The base URL may be unknown at first and may change (`move_to`): an agent
+without a configured URL learns it from mDNS, and follows the coordinator
+when it moves. Until then every call is `CoordinatorUnavailable`, so the
+loops back off exactly as they do through an outage.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -67,19 +74,36 @@ class CoordinatorClient:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None,
         printer_id: str,
         token: str,
         *,
         connect_timeout_s: float = 3.0,
         request_timeout_s: float = 10.0,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = base_url.rstrip("/") if base_url else None
         self.printer_id = printer_id
         self.token = token
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
         self._session: aiohttp.ClientSession | None = None
+        # Set (and replaced) on every move: requests still talking to the old
+        # address give up at once instead of waiting out a long-poll.
+        self._moved = asyncio.Event()
+        # What /status shows: None until the first call, then whether the last
+        # call got an answer (any HTTP answer, refusals included), and when.
+        self.reachable: bool | None = None
+        self.last_answer_at: float | None = None
+        self.last_problem: str | None = None
+
+    def move_to(self, base_url: str) -> None:
+        """Talk to the coordinator at `base_url` from now on; calls in flight fail and retry."""
+        base_url = base_url.rstrip("/")
+        if base_url == self.base_url:
+            return
+        self.base_url = base_url
+        moved, self._moved = self._moved, asyncio.Event()
+        moved.set()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -173,19 +197,46 @@ class CoordinatorClient:
         *,
         timeout: aiohttp.ClientTimeout | None = None,
     ) -> Any:
+        base_url = self.base_url
+        if base_url is None:
+            raise self._unavailable("no coordinator found yet (looking for it by mDNS)")
         headers = {**self.auth_headers, "Content-Type": "application/json"}
         if correlation_id:
             headers[CORRELATION_HEADER] = correlation_id
         payload = body.model_dump_json(exclude_none=True) if body is not None else "{}"
+        request = asyncio.ensure_future(self._send(base_url + path, payload, headers, timeout))
+        moved = asyncio.ensure_future(self._moved.wait())
         try:
-            async with self.session.post(
-                self.base_url + path, data=payload, headers=headers, timeout=timeout
-            ) as response:
-                text = await response.text()
-                status = response.status
+            await asyncio.wait({request, moved}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            moved.cancel()
+            if not request.done():
+                request.cancel()
+                await asyncio.gather(request, return_exceptions=True)
+        if request.cancelled():
+            raise self._unavailable(f"the coordinator moved from {base_url} to {self.base_url}")
+        try:
+            status, text = request.result()
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
-            raise CoordinatorUnavailable(_describe(error)) from error
+            raise self._unavailable(_describe(error)) from error
+        self.reachable, self.last_answer_at = True, time.time()
         return _interpret(status, text)
+
+    async def _send(
+        self,
+        url: str,
+        payload: str,
+        headers: dict[str, str],
+        timeout: aiohttp.ClientTimeout | None,
+    ) -> tuple[int, str]:
+        async with self.session.post(
+            url, data=payload, headers=headers, timeout=timeout
+        ) as response:
+            return response.status, await response.text()
+
+    def _unavailable(self, problem: str) -> CoordinatorUnavailable:
+        self.reachable, self.last_problem = False, problem
+        return CoordinatorUnavailable(problem)
 
 
 def _interpret(status: int, text: str) -> Any:

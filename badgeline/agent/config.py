@@ -11,17 +11,20 @@ An invalid value stops start-up with the key that is wrong.
 A minimal `agent.toml`::
 
     printer_id = "printer-a"
-    coordinator_url = "http://venue-server:8420"
+    coordinator_url = "http://venue-server:8420"   # or leave it out: found by mDNS
     token = "…"                       # the agent token bound to printer-a
     state_dir = "/var/lib/badgeline"  # the journal lives here
 
     [printer]                         # one of the printers.connection kinds
     kind = "network"
     host = "10.0.0.21"
+
+Every option, with its default: docs/config.md ("Agent").
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 from pathlib import Path
@@ -43,6 +46,7 @@ from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
 DEFAULT_WIDTH_DOTS = 576  # 80 mm paper at 203 dpi; 58 mm printers have 384
 JOURNAL_FILE_NAME = "journal.sqlite3"
 MAX_AGENT_ID = 64  # HeartbeatRequest.agent_id's limit
+DEFAULT_STATUS_PORT = 8421
 _POOL_NAME = re.compile(POOL_NAME_PATTERN)
 
 
@@ -71,20 +75,44 @@ class AgentSettings(BaseSettings):
     )
     coordinator_url: str | None = Field(
         default=None,
-        description="http(s)://host:port of the coordinator; required until mDNS discovery exists",
+        description="http(s)://host:port of the coordinator; unset: found (and followed) by mDNS",
+    )
+    venue: str | None = Field(
+        default=None,
+        pattern=POOL_NAME_PATTERN,
+        description="with mDNS: follow only this venue's coordinator (two halls, one network)",
     )
     token: SecretStr = Field(description="the agent token bound to printer_id")
+    enrolment_code: SecretStr | None = Field(
+        default=None,
+        description="one-time enrolment code; carried for the enrolment step, token still required",
+    )
     labels: list[str] = Field(
         default_factory=list, max_length=16, description="pools this printer serves"
     )
 
-    # ------------------------------------------------------------ local state
+    # ------------------------------------------------------------ local state and status
     state_dir: Path = Field(default=Path("var/agent"), description="the journal lives here")
-    status_port: int | None = Field(
-        default=None,
+    status_host: str = Field(
+        default="127.0.0.1",
+        min_length=1,
+        description="address the status endpoint listens on (0.0.0.0: every interface)",
+    )
+    status_port: int = Field(
+        default=DEFAULT_STATUS_PORT,
         ge=0,
         le=65535,
-        description="port of the local status endpoint (accepted, not served yet)",
+        description="port of the status endpoint (/healthz, /status, /test-print); 0: any free",
+    )
+
+    # ------------------------------------------------------------ mDNS
+    mdns: bool = Field(
+        default=True,
+        description="advertise _badgeline-agent._tcp, and find the coordinator if no URL is set",
+    )
+    mdns_interfaces: list[str] | None = Field(
+        default=None,
+        description="IPv4 addresses of the interfaces mDNS uses; unset: every interface",
     )
 
     # ------------------------------------------------------------ the printer
@@ -119,7 +147,10 @@ class AgentSettings(BaseSettings):
 
     # ------------------------------------------------------------ loops and timing
     heartbeat_interval_s: float = Field(
-        default=1.0, gt=0, le=60, description="how often the agent reports to the coordinator"
+        default=1.0,
+        gt=0,
+        le=60,
+        description="heartbeat interval until the coordinator's first answer sets its own",
     )
     probe_interval_s: float = Field(
         default=1.0, gt=0, le=60, description="how often the printer's status is queried"
@@ -160,6 +191,34 @@ class AgentSettings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL with a host")
         return value.rstrip("/")
 
+    @field_validator("mdns_interfaces")
+    @classmethod
+    def require_ipv4_addresses(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("list at least one address, or leave the key out for every interface")
+        for address in value:
+            try:
+                ipaddress.IPv4Address(address)
+            except ValueError:
+                raise ValueError(f"{address!r} is not an IPv4 address") from None
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def explain_a_missing_token(cls, data: Any) -> Any:
+        # Exchanging a code for a token is not built yet (the coordinator had no
+        # enrolment endpoint when this was written), so a provisioned Pi with only
+        # a code is told plainly what to add rather than "token: Field required".
+        if isinstance(data, dict) and data.get("token") is None and data.get("enrolment_code"):
+            raise ValueError(
+                "token is required: an enrolment_code is set, but this agent cannot exchange"
+                " enrolment codes for agent tokens yet; add token (the agent token for"
+                " printer_id) and keep the code for the enrolment step"
+            )
+        return data
+
     @field_validator("labels")
     @classmethod
     def require_pool_names(cls, labels: list[str]) -> list[str]:
@@ -176,6 +235,11 @@ class AgentSettings(BaseSettings):
             profile_width(self.escpos_profile)  # fail at start-up, not at the first badge
         if self.retry_max_s < self.retry_initial_s:
             raise ValueError("retry_max_s must be at least retry_initial_s")
+        if self.coordinator_url is None and not self.mdns:
+            raise ValueError(
+                "coordinator_url is not set and mdns is off: set coordinator_url (or"
+                " BADGELINE_AGENT_COORDINATOR_URL), or turn mdns on to find the coordinator"
+            )
         return self
 
     # ------------------------------------------------------------ derived values
@@ -196,13 +260,10 @@ class AgentSettings(BaseSettings):
     def badge_limits(self) -> BadgeLimits:
         return BadgeLimits(max_bytes=self.max_pdf_bytes, max_pages=self.max_pdf_pages)
 
-    def require_coordinator_url(self) -> str:
-        if self.coordinator_url is None:
-            raise ConfigError(
-                "coordinator_url is not set: finding the coordinator by mDNS is not built yet,"
-                " so set coordinator_url in the config file or BADGELINE_AGENT_COORDINATOR_URL"
-            )
-        return self.coordinator_url
+    @property
+    def printer_model(self) -> str:
+        """What the mDNS advert says the printer is: its python-escpos profile, if named."""
+        return self.escpos_profile or "unknown"
 
     @classmethod
     def settings_customise_sources(

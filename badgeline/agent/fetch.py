@@ -44,21 +44,22 @@ class BadgeFetcher:
 
     `artifact_headers` carry the agent token, which the artifact store needs;
     plain http(s) references are fetched without them, so the token never
-    leaves for another host.
+    leaves for another host. `coordinator_url` is None until mDNS finds the
+    coordinator, and the agent updates it when the coordinator moves.
     """
 
     def __init__(
         self,
         session: aiohttp.ClientSession,
         *,
-        coordinator_url: str,
+        coordinator_url: str | None,
         artifact_headers: dict[str, str],
         max_bytes: int,
         timeout_s: float = 15.0,
         retry_initial_s: float = 0.5,
     ) -> None:
         self.session = session
-        self.coordinator_url = coordinator_url.rstrip("/")
+        self.coordinator_url = coordinator_url.rstrip("/") if coordinator_url else None
         self.artifact_headers = dict(artifact_headers)
         self.max_bytes = max_bytes
         self.timeout_s = timeout_s
@@ -102,11 +103,16 @@ class BadgeFetcher:
         match = ARTIFACT_NAME.match(name)
         if match is None:
             raise FetchRefused(f"{ref}: artifact references are artifact://<sha256>.pdf")
-        url = f"{self.coordinator_url}/v1/artifacts/{name}"
-        data = await self._with_retries(ref, lambda: self._download(url, authorised=True))
+        data = await self._with_retries(ref, lambda: self._download_artifact(name))
         if hashlib.sha256(data).hexdigest() != match.group(1):
             raise FetchRefused(f"{ref}: the bytes served do not match the SHA-256 in the name")
         return data
+
+    async def _download_artifact(self, name: str) -> bytes:
+        # Read the URL per attempt: a retry after the coordinator moved goes to its new address.
+        if self.coordinator_url is None:
+            raise _TransientFetchError("no coordinator found yet to fetch artifacts from")
+        return await self._download(f"{self.coordinator_url}/v1/artifacts/{name}", authorised=True)
 
     # ------------------------------------------------------------ http(s)://
 

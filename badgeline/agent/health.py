@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 import badgeline
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
@@ -22,6 +23,17 @@ from badgeline.protocol.models import HeartbeatRequest, PrinterHealthReport
 from badgeline.protocol.states import PaperLevel
 
 NOT_PROBED_YET = PrinterHealthReport(reachable=False, detail="not probed yet")
+# The coordinator says how often to heartbeat (it counts a late beat as missed);
+# a bad or hostile answer must neither flood it nor silence this printer for long.
+MIN_HEARTBEAT_INTERVAL_S = 0.1
+MAX_HEARTBEAT_INTERVAL_S = 60.0
+
+
+def clamp_heartbeat_interval(interval_s: float) -> float | None:
+    """The interval to use when the coordinator asks for `interval_s`; None: ignore the ask."""
+    if not interval_s > 0:  # zero, negative or NaN: nothing sane to follow
+        return None
+    return min(MAX_HEARTBEAT_INTERVAL_S, max(MIN_HEARTBEAT_INTERVAL_S, interval_s))
 
 
 def can_print(report: PrinterHealthReport) -> bool:
@@ -40,6 +52,7 @@ class PrinterWatch:
     def __init__(self, printer_id: str) -> None:
         self.printer_id = printer_id
         self.latest = NOT_PROBED_YET
+        self.probed_at: float | None = None  # wall-clock time of `latest`
         self._ready = asyncio.Event()
         self._probed = asyncio.Event()
         self._probe_requested = asyncio.Event()
@@ -51,6 +64,7 @@ class PrinterWatch:
     def update(self, report: PrinterHealthReport) -> None:
         was_ready, previous = self.ready, self.latest
         self.latest = report
+        self.probed_at = time.time()
         self._probed.set()
         if can_print(report):
             self._ready.set()
@@ -167,4 +181,13 @@ class Heartbeat:
             log_event("printer_state", printer_id=self.client.printer_id,
                       state=str(answer.state), paused=answer.paused)  # fmt: skip
             self.last_answer_state = answer.state
+        self._follow_interval(answer.heartbeat_interval_s)
         return True
+
+    def _follow_interval(self, asked_s: float) -> None:
+        """Beat at the coordinator's interval: it judges missed beats by its own setting."""
+        interval_s = clamp_heartbeat_interval(asked_s)
+        if interval_s is not None and interval_s != self.interval_s:
+            log_event("heartbeat_interval_changed", printer_id=self.client.printer_id,
+                      interval_s=interval_s, asked_s=asked_s, was_s=self.interval_s)  # fmt: skip
+            self.interval_s = interval_s

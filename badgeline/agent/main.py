@@ -1,19 +1,31 @@
 """`badgeline agent --config agent.toml`: run the print agent until SIGTERM or SIGINT.
 
-Exit codes: 0 after a clean stop, 1 when a loop crashed (systemd restarts the
-agent; the journal makes that safe), 2 for a configuration error.
+Exit codes: 0 after a clean stop, 1 when a loop crashed or the start failed
+(systemd restarts the agent; the journal makes that safe), 2 for a
+configuration error.
+
+Under systemd (Type=notify): READY=1 once the loops run and the status
+endpoint is bound, WATCHDOG=1 from a task on the agent's own event loop (a
+wedged loop stops the pings and systemd restarts the agent), STOPPING=1 as
+soon as a stop begins.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from badgeline import systemd_notify
 from badgeline.agent.config import AgentSettings, ConfigError, load_agent_settings
 from badgeline.coordinator.events import configure_logging, log_event
+
+if TYPE_CHECKING:
+    from badgeline.agent.service import Agent
 
 EXIT_CONFIG_ERROR = 2
 
@@ -42,7 +54,6 @@ def run(args: argparse.Namespace) -> int:
     }
     try:
         settings = load_agent_settings(args.config, **overrides)
-        settings.require_coordinator_url()
     except ConfigError as error:
         print(f"badgeline agent: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
@@ -58,11 +69,34 @@ async def serve(settings: AgentSettings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, agent.request_stop)
     try:
-        return await agent.run_until_stopped()
-    except Exception as error:
-        # Start-up failures (journal unusable, printer config unusable) end here.
-        log_event("agent_failed", error=repr(error), printer_id=settings.printer_id)
-        return 1
+        return await _run(agent)
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+
+
+async def _run(agent: Agent) -> int:
+    try:
+        await agent.start()
+    except Exception as error:
+        # Start-up failures (journal unusable, printer config unusable, status port taken).
+        log_event("agent_failed", error=repr(error), printer_id=agent.settings.printer_id)
+        return 1
+    watchdog = asyncio.create_task(systemd_notify.watchdog_loop(), name="systemd-watchdog")
+    systemd_notify.notify_ready(status=_status_line(agent.settings, agent.status_port))
+    try:
+        await agent.wait_stop_requested()
+    finally:
+        # Said before the badge in hand finishes: systemd then knows the quiet
+        # that follows is a stop, not a hang.
+        systemd_notify.notify_stopping()
+        await agent.stop()
+        watchdog.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watchdog
+    return agent.exit_code
+
+
+def _status_line(settings: AgentSettings, status_port: int | None) -> str:
+    coordinator = settings.coordinator_url or "found by mDNS"
+    return f"{settings.printer_id}: coordinator {coordinator}, status port {status_port}"

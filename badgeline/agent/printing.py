@@ -13,7 +13,9 @@ The order is the whole point (invariants 5 and 6):
 5. journal the result, then hand it to the ack outbox.
 
 Steps 2-5 are one critical section: a stop waits for it to finish (within
-its grace period).
+its grace period). Steps 3-4 also hold the printer lock, which a local test
+print (the status endpoint's POST /test-print) takes too: its bytes can never
+land between a badge's last byte and that badge's confirmation probe.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ class PrintLoop:
         slots: JobSlots,
         queue: asyncio.Queue[PreparedBadge],
         backoff: Backoff,
+        printer_lock: asyncio.Lock,
     ) -> None:
         self.client = client
         self.journal = journal
@@ -87,6 +90,7 @@ class PrintLoop:
         self.slots = slots
         self.queue = queue
         self.backoff = backoff
+        self.printer_lock = printer_lock
         self.outage = OutageLog("start", printer_id=client.printer_id)
         # The granted badge being printed, if any (for a stop that runs out of time).
         self.current: JobTicket | None = None
@@ -167,7 +171,9 @@ class PrintLoop:
             await self._ack_without_journal(ticket, AckResult.FAILED, reason, fence)
             return
         try:
-            await self.link.write(badge.escpos)
+            async with self.printer_lock:
+                await self.link.write(badge.escpos)
+                report = await self.link.probe()  # never raises: a report, not an error
         except PrinterLinkError as error:
             # Every byte up to the cut (the last command) did not reach the
             # printer, so no finished badge came out: a failure, retried by the
@@ -178,7 +184,6 @@ class PrintLoop:
             self.watch.request_probe()
             self.outbox.notify()
             return
-        report = await self.link.probe()
         self.watch.update(report)
         if can_print(report):
             await self._record_result(ticket, AckResult.PRINTED, None, fence)

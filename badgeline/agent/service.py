@@ -18,6 +18,12 @@ A stop (SIGTERM) lets the badge being printed finish and its result be
 journaled; jobs not yet granted stay `leased` in the journal for the next
 start. Every journal change is one SQLite transaction, so even a stop that
 runs out of time leaves each job in a state the next start understands.
+
+Around the loops: the local status endpoint (status.py), and mDNS (mdns.py):
+the agent's own advert, and, with no coordinator_url configured, the
+coordinator's, which the client follows when it moves. The mDNS goodbye is
+the first thing a stop does, so the coordinator hears of it even if the stop
+then runs out of time.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Coroutine
 from types import TracebackType
 from typing import Any
@@ -35,12 +42,16 @@ from badgeline.agent.fetch import BadgeFetcher
 from badgeline.agent.health import Heartbeat, PrinterWatch, probe_forever
 from badgeline.agent.journal import Journal, JournalSettings, RecoveryPlan
 from badgeline.agent.leasing import LeaseLoop
+from badgeline.agent.mdns import AgentMdns
 from badgeline.agent.outbox import AckOutbox
 from badgeline.agent.prepare import BadgePreparer, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, link_for
 from badgeline.agent.printing import JobSlots, PrintLoop
 from badgeline.agent.retry import Backoff, sleep_unless_stopped
+from badgeline.agent.status import LastProblem, StatusServer
+from badgeline.agent.testprint import DiagnosticPrinter
 from badgeline.coordinator.events import log_event
+from badgeline.discovery import CoordinatorLocation
 
 # After the loops stop, one last try to deliver results, bounded: a stop must not
 # hang on a coordinator that is away (the journal keeps them for the next start).
@@ -54,8 +65,11 @@ class Agent:
 
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
-        self.coordinator_url = settings.require_coordinator_url()
         self.watch = PrinterWatch(settings.printer_id)
+        self.last_problem = LastProblem(settings.printer_id)
+        # Held by the print loop from a badge's first byte to its confirmation
+        # probe, and by a local test print: never two writers on one printer.
+        self.printer_lock = asyncio.Lock()
         self.exit_code = 0
         self._stop_requested = asyncio.Event()
         self._stopping_work = asyncio.Event()  # lease and print loops
@@ -68,8 +82,13 @@ class Agent:
         self._preparer: BadgePreparer | None = None
         self._outbox: AckOutbox | None = None
         self._print_loop: PrintLoop | None = None
+        self._fetcher: BadgeFetcher | None = None
+        self._diagnostic: DiagnosticPrinter | None = None
+        self._status: StatusServer | None = None
+        self._mdns: AgentMdns | None = None
         self.recovery: RecoveryPlan | None = None
         self._started = self._stopped = False
+        self._started_at = time.monotonic()
 
     # ------------------------------------------------------------ what tests and tools see
 
@@ -90,22 +109,62 @@ class Agent:
             raise RuntimeError("the agent has not been started")
         return self._outbox
 
+    @property
+    def client(self) -> CoordinatorClient:
+        if self._client is None:
+            raise RuntimeError("the agent has not been started")
+        return self._client
+
+    @property
+    def diagnostic_printer(self) -> DiagnosticPrinter:
+        if self._diagnostic is None:
+            raise RuntimeError("the agent has not been started")
+        return self._diagnostic
+
+    @property
+    def status_port(self) -> int | None:
+        """The port the status endpoint listens on (None before it does)."""
+        return self._status.port if self._status is not None else None
+
+    @property
+    def uptime_s(self) -> float:
+        return time.monotonic() - self._started_at
+
+    def loops_not_running(self) -> list[str]:
+        """Names of the loops that are not running (all of them before start and once stopping)."""
+        tasks = self._work_tasks + self._background_tasks
+        if not tasks or self.stopping:
+            return ["print", "lease", "probe", "heartbeat", "ack-outbox", "housekeeping"]
+        return [task.get_name().removeprefix("agent-") for task in tasks if task.done()]
+
+    @property
+    def mdns(self) -> AgentMdns | None:
+        return self._mdns
+
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         if self._started:
             raise RuntimeError("an Agent starts once; make a new one")
         self._started = True
+        self._started_at = time.monotonic()
+        self.last_problem.attach()
         try:
             await self._open_resources()
+            # Serving before printing: a status port that cannot be bound stops
+            # the start before any job is leased.
+            await self._start_serving()
             self._start_loops()
         except BaseException:
             await self._close_resources()
             raise
         log_event("agent_started", printer_id=self.settings.printer_id,
-                  agent_id=self.settings.agent_id, coordinator_url=self.coordinator_url,
-                  printer=self.settings.printer.kind,
+                  agent_id=self.settings.agent_id, coordinator_url=self.settings.coordinator_url,
+                  printer=self.settings.printer.kind, status_port=self.status_port,
                   width_dots=self.settings.effective_width_dots)  # fmt: skip
+
+    async def wait_stop_requested(self) -> None:
+        await self._stop_requested.wait()
 
     def request_stop(self) -> None:
         """Ask `run_until_stopped` to stop; safe from a signal handler."""
@@ -127,6 +186,7 @@ class Agent:
         self._stopped = True
         self._stop_requested.set()
         self._stopping_work.set()
+        await self._say_goodbye()
         await _finish(self._work_tasks, self.settings.stop_grace_s, self._abandoned)
         self._stopping_background.set()
         await _finish(self._background_tasks, FINAL_FLUSH_S, None)
@@ -160,7 +220,7 @@ class Agent:
         await self._journal.prune()
         _log_recovery(settings.printer_id, self.recovery)
         self._client = CoordinatorClient(
-            self.coordinator_url,
+            settings.coordinator_url,
             settings.printer_id,
             settings.token.get_secret_value(),
             connect_timeout_s=settings.connect_timeout_s,
@@ -168,9 +228,13 @@ class Agent:
         )
         await self._client.open()
         self._link = AsyncPrinterLink(link_for(settings.printer))
-        fetcher = BadgeFetcher(
+        self._diagnostic = DiagnosticPrinter(
+            link=self._link, watch=self.watch, printer_lock=self.printer_lock,
+            printer_id=settings.printer_id, width_dots=settings.effective_width_dots,
+        )  # fmt: skip
+        self._fetcher = fetcher = BadgeFetcher(
             self._client.session,
-            coordinator_url=self.coordinator_url,
+            coordinator_url=settings.coordinator_url,
             artifact_headers=self._client.auth_headers,
             max_bytes=settings.max_pdf_bytes,
             timeout_s=settings.fetch_timeout_s,
@@ -198,7 +262,7 @@ class Agent:
         queue: asyncio.Queue[PreparedBadge] = asyncio.Queue(maxsize=settings.prefetch)
         self._print_loop = PrintLoop(
             client=client, journal=journal, link=link, watch=self.watch, outbox=self._outbox,
-            slots=slots, queue=queue, backoff=self._backoff(),
+            slots=slots, queue=queue, backoff=self._backoff(), printer_lock=self.printer_lock,
         )  # fmt: skip
         lease_loop = LeaseLoop(
             client=client, journal=journal, preparer=self._preparer, watch=self.watch,
@@ -223,6 +287,40 @@ class Agent:
             self._spawn("print", self._print_loop.run(self._stopping_work)),
             self._spawn("lease", lease_loop.run(self._stopping_work)),
         ]
+
+    async def _start_serving(self) -> None:
+        """The status endpoint, then mDNS (whose advert names the endpoint's port)."""
+        settings = self.settings
+        self._status = StatusServer(self, settings.status_host, settings.status_port)
+        await self._status.start()
+        if not settings.mdns:
+            return
+        self._mdns = AgentMdns(
+            printer_id=settings.printer_id, model=settings.printer_model,
+            interfaces=settings.mdns_interfaces,
+            follow_coordinator=settings.coordinator_url is None, venue=settings.venue,
+            on_coordinator=self._follow_coordinator,
+        )  # fmt: skip
+        await self._mdns.start(self._status.port)
+
+    def _follow_coordinator(self, location: CoordinatorLocation) -> None:
+        """mDNS found the coordinator, or saw it move: every later call goes there."""
+        previous = self.client.base_url
+        self.client.move_to(location.base_url)
+        if self._fetcher is not None:
+            self._fetcher.coordinator_url = location.base_url
+        log_event("coordinator_found" if previous is None else "coordinator_moved",
+                  logging.INFO if previous is None else logging.WARNING,
+                  printer_id=self.settings.printer_id, url=location.base_url,
+                  previous_url=previous, venue=location.venue)  # fmt: skip
+
+    async def _say_goodbye(self) -> None:
+        if self._mdns is None:
+            return
+        try:
+            await self._mdns.stop()
+        except Exception:  # a failed goodbye must not keep the badge in hand from finishing
+            logging.getLogger(__name__).exception("stopping mDNS failed")
 
     def _spawn(self, name: str, loop: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         return asyncio.create_task(self._supervised(name, loop), name=f"agent-{name}")
@@ -254,12 +352,14 @@ class Agent:
                       **current.trace())  # fmt: skip
 
     async def _close_resources(self) -> None:
-        for closer in (self._preparer, self._link, self._client, self._journal):
+        await self._say_goodbye()
+        for closer in (self._status, self._preparer, self._link, self._client, self._journal):
             if closer is not None:
                 try:
                     await closer.close()
                 except Exception:  # one failing close must not leave the others open
                     logging.getLogger(__name__).exception("closing %r failed", closer)
+        self.last_problem.detach()
 
 
 async def _finish(tasks: list[asyncio.Task[None]], grace_s: float, on_timeout: Any) -> None:

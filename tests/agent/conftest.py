@@ -185,6 +185,10 @@ def agent_settings(
         "retry_initial_s": 0.05,
         "retry_max_s": 0.5,
         "stop_grace_s": 5.0,
+        # Tests that want mDNS turn it on (on loopback); a free status port each,
+        # so agents running side by side never fight over 8421.
+        "mdns": False,
+        "status_port": 0,
     }  # fmt: skip
     values.update(overrides)
     return AgentSettings(**values)

@@ -74,7 +74,7 @@ async def test_the_agent_command_prints_until_sigterm_and_logs_json_lines(
     config.write_text(
         f'printer_id = "printer-a"\ncoordinator_url = "{coordinator.url}"\n'
         f'token = "{agent_token("printer-a")}"\nstate_dir = "{tmp_path / "state"}"\n'
-        f"heartbeat_interval_s = 0.2\nlease_wait_s = 1\n"
+        f"heartbeat_interval_s = 0.2\nlease_wait_s = 1\nstatus_port = 0\nmdns = false\n"
         f'[printer]\nkind = "emulator"\nhost = "127.0.0.1"\nport = {emulator.port}\n'
     )
     process = await asyncio.create_subprocess_exec(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -14,6 +15,7 @@ from badgeline.protocol.models import AckRequest, HeartbeatRequest, PrinterHealt
 from badgeline.protocol.states import AckResult, PrinterState
 from tests.agent.conftest import Kiosk, LiveCoordinator
 from tests.conftest import agent_token
+from tests.helpers import wait_for
 
 
 @pytest.fixture
@@ -132,3 +134,42 @@ async def test_answers_with_new_fields_are_read_and_5xx_is_unavailable(
         assert (await client.heartbeat(beat())).state is PrinterState.HEALTHY
         with pytest.raises(CoordinatorUnavailable, match="store_unavailable"):
             await client.lease(wait_s=0, max_jobs=1)
+
+
+async def test_a_client_with_no_coordinator_yet_is_unavailable_until_it_learns_one(
+    coordinator: LiveCoordinator,
+) -> None:
+    # GIVEN a client whose coordinator mDNS has not found yet
+    async with CoordinatorClient(None, "printer-a", agent_token("printer-a")) as client:
+        # THEN every call is "unavailable" (the loops back off as in an outage)
+        with pytest.raises(CoordinatorUnavailable, match="no coordinator found yet"):
+            await client.heartbeat(beat())
+        assert client.reachable is False
+        # WHEN it learns where the coordinator is THEN calls go there
+        client.move_to(coordinator.url)
+        assert (await client.heartbeat(beat())).state is PrinterState.HEALTHY
+        assert client.reachable is True and client.last_answer_at is not None
+
+
+async def test_a_move_ends_a_long_poll_to_the_old_address_at_once(
+    coordinator: LiveCoordinator, client: CoordinatorClient
+) -> None:
+    # GIVEN a lease long-poll waiting at a coordinator that is still up (nothing queued)
+    long_poll = asyncio.create_task(client.lease(wait_s=20, max_jobs=1))
+    await wait_for(lambda: _in_flight(coordinator))
+    # WHEN the coordinator is found elsewhere
+    client.move_to("http://127.0.0.1:9")
+    # THEN the call in flight fails now, not after its 20 s wait, saying why
+    async with asyncio.timeout(2):
+        with pytest.raises(
+            CoordinatorUnavailable,
+            match=r"moved from http://127\.0\.0\.1:\d+ to http://127\.0\.0\.1:9$",
+        ):
+            await long_poll
+    assert client.base_url == "http://127.0.0.1:9"
+
+
+async def _in_flight(coordinator: LiveCoordinator) -> bool:
+    # The long-poll holds an open request on the coordinator's server.
+    runner = coordinator._runner
+    return bool(runner is not None and runner.server is not None and runner.server.connections)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -115,8 +116,71 @@ def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
         load_agent_settings(tmp_path / "nope.toml")
 
 
-def test_an_agent_without_a_coordinator_url_says_how_to_set_one(tmp_path: Path) -> None:
+def test_without_a_coordinator_url_the_agent_looks_for_it_by_mdns(tmp_path: Path) -> None:
     text = "\n".join(line for line in MINIMAL.splitlines() if "coordinator_url" not in line)
-    settings = load_agent_settings(write(tmp_path, text))
+    settings = load_agent_settings(write(tmp_path, 'venue = "hall-a"\n' + text))
+    assert settings.coordinator_url is None and settings.mdns and settings.venue == "hall-a"
+    assert Agent(settings).settings is settings  # no URL is not an error any more
+
+
+def test_no_coordinator_url_and_no_mdns_says_how_to_set_one(tmp_path: Path) -> None:
+    text = "\n".join(line for line in MINIMAL.splitlines() if "coordinator_url" not in line)
     with pytest.raises(ConfigError, match="BADGELINE_AGENT_COORDINATOR_URL"):
-        Agent(settings)
+        load_agent_settings(write(tmp_path, "mdns = false\n" + text))
+
+
+def test_the_status_and_mdns_defaults(tmp_path: Path) -> None:
+    settings = load_agent_settings(write(tmp_path, MINIMAL))
+    assert (settings.status_host, settings.status_port) == ("127.0.0.1", 8421)
+    assert settings.mdns is True and settings.mdns_interfaces is None
+    assert settings.venue is None and settings.enrolment_code is None
+
+
+def test_a_provisioned_config_with_a_code_and_a_token_loads(tmp_path: Path) -> None:
+    # What `badgeline provision --enrolment-code … --venue …` writes, plus the token.
+    text = MINIMAL.replace('coordinator_url = "http://venue:8420/"',
+                           'venue = "hall-a"\nenrolment_code = "ENR-7Q4K-99XA"')  # fmt: skip
+    settings = load_agent_settings(write(tmp_path, text))
+    assert settings.enrolment_code is not None
+    assert settings.enrolment_code.get_secret_value() == "ENR-7Q4K-99XA"
+    assert "ENR-7Q4K" not in repr(settings)  # a secret, like the token
+
+
+def test_an_enrolment_code_without_a_token_says_the_token_is_still_needed(
+    tmp_path: Path,
+) -> None:
+    text = "\n".join(line for line in MINIMAL.splitlines() if not line.startswith("token"))
+    with pytest.raises(ConfigError, match="token is required: an enrolment_code is set"):
+        load_agent_settings(write(tmp_path, 'enrolment_code = "ENR-1"\n' + text))
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('mdns_interfaces = ["eth0"]', "not an IPv4 address"),
+        ("mdns_interfaces = []", "at least one address"),
+        ('venue = "Hall A"', "venue"),
+        ("status_port = 70000", "status_port"),
+    ],
+)
+def test_bad_mdns_and_status_settings_are_refused(tmp_path: Path, line: str, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load_agent_settings(write(tmp_path, line + "\n" + MINIMAL))
+
+
+def _agent_doc_blocks() -> list[str]:
+    text = (Path(__file__).parents[2] / "docs" / "config.md").read_text()
+    agent_section = text.split("\n## Agent", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```toml\n(.*?)```", agent_section, flags=re.S)
+
+
+def test_the_documented_agent_examples_load(tmp_path: Path) -> None:
+    # Every [printer] snippet in docs/config.md with the minimal keys, and every full example.
+    blocks = _agent_doc_blocks()
+    assert len(blocks) == 6
+    head = MINIMAL.split("[printer]")[0]
+    for block in blocks:
+        text = block.replace('"…"', '"t"')
+        text = text if "printer_id" in text else head + text
+        settings = load_agent_settings(write(tmp_path, text))
+        assert settings.printer.kind in ("network", "usb", "device", "emulator")

@@ -1,0 +1,184 @@
+"""The agent's local status endpoint (default 127.0.0.1:8421), for the tech beside the Pi.
+
+    GET  /healthz      200 while every loop runs, 503 otherwise (and while stopping)
+    GET  /status       printer health, journal counts, coordinator, last error, uptime
+    POST /test-print   a local test badge, straight to the printer; loopback callers only
+
+/status answers from what the agent already knows (the last probe, the last
+coordinator answer): it never talks to the printer or the coordinator
+itself, so it answers at once even when both are away, which is when it is
+needed. A test print is refused to anyone but the Pi itself, whatever
+address the endpoint listens on: it spends paper at the desk.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from badgeline import __version__
+from badgeline.agent.health import can_print
+from badgeline.agent.testprint import LocalPrintRefused
+from badgeline.coordinator.events import EVENT_LOGGER, log_event
+
+if TYPE_CHECKING:
+    from badgeline.agent.service import Agent
+
+_AGENT: web.AppKey[Agent] = web.AppKey("agent")
+
+
+def is_loopback(remote: str | None) -> bool:
+    """Whether a peer address is this machine's loopback (IPv4, IPv6, or v4-mapped v6)."""
+    if not remote:
+        return False  # a Unix socket or an unknown peer: not provably local
+    try:
+        address = ipaddress.ip_address(remote.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+class LastProblem(logging.Handler):
+    """Keeps the latest warning or error event this agent logged, for /status.
+
+    The agent's loops already log every problem once, with its printer id
+    (outages, refusals, printer faults), so /status shows the same words the
+    journal does. Other agents in the same process (tests) are filtered out
+    by that printer id.
+    """
+
+    def __init__(self, printer_id: str) -> None:
+        super().__init__(logging.WARNING)
+        self.printer_id = printer_id
+        self.last: dict[str, Any] | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields = getattr(record, "fields", None)
+        if not isinstance(fields, dict) or fields.get("printer_id") != self.printer_id:
+            return
+        self.last = {
+            "at": _iso(record.created),
+            "level": record.levelname.lower(),
+            **{key: _plain(value) for key, value in fields.items() if key != "printer_id"},
+        }
+
+    def attach(self) -> None:
+        logging.getLogger(EVENT_LOGGER).addHandler(self)
+
+    def detach(self) -> None:
+        logging.getLogger(EVENT_LOGGER).removeHandler(self)
+
+
+class StatusServer:
+    """The aiohttp site; `port` is the bound one (status_port 0 picks a free port)."""
+
+    def __init__(self, agent: Agent, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        app = web.Application()
+        app[_AGENT] = agent
+        app.router.add_get("/healthz", _healthz)
+        app.router.add_get("/status", _status)
+        app.router.add_post("/test-print", _test_print)
+        # No access log: a monitoring script polling /healthz would drown the journal.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+
+    async def start(self) -> None:
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        try:
+            await site.start()
+        except OSError:
+            await self._runner.cleanup()
+            raise
+        self.port = int(self._runner.addresses[0][1])
+        log_event("status_serving", url=f"http://{self.host}:{self.port}")
+
+    async def close(self) -> None:
+        await self._runner.cleanup()
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    agent = request.app[_AGENT]
+    down = agent.loops_not_running()
+    if down:
+        return web.json_response({"ok": False, "loops_not_running": down}, status=503)
+    return web.json_response({"ok": True})
+
+
+async def _status(request: web.Request) -> web.Response:
+    return web.json_response(await describe(request.app[_AGENT]))
+
+
+async def _test_print(request: web.Request) -> web.Response:
+    agent = request.app[_AGENT]
+    if not is_loopback(request.remote):
+        log_event("test_print_refused", logging.WARNING, printer_id=agent.settings.printer_id,
+                  remote=request.remote)  # fmt: skip
+        return _refusal(403, "test prints are only taken from this machine (loopback)")
+    if agent.stopping:
+        return _refusal(503, "the agent is stopping")
+    try:
+        report = await agent.diagnostic_printer.print_test_badge()
+    except LocalPrintRefused as refused:
+        return _refusal(refused.status, refused.message)
+    return web.json_response(
+        {"printed": True, "printer": report.model_dump(mode="json"), "ready": can_print(report)}
+    )
+
+
+async def describe(agent: Agent) -> dict[str, Any]:
+    """The /status document."""
+    settings, client, watch = agent.settings, agent.client, agent.watch
+    journal: dict[str, int] | None = None
+    journal_error: str | None = None
+    try:
+        journal = await agent.journal.counts()
+    except Exception as error:  # a sick journal is something /status must show, not hide
+        journal_error = repr(error)
+    return {
+        "printer_id": settings.printer_id,
+        "agent_id": settings.agent_id,
+        "version": __version__,
+        "uptime_s": round(agent.uptime_s, 3),
+        "stopping": agent.stopping,
+        "loops_not_running": agent.loops_not_running(),
+        "printer": {
+            "kind": settings.printer.kind,
+            "ready": can_print(watch.latest),
+            "probed_at": _iso(watch.probed_at),
+            **watch.latest.model_dump(mode="json"),
+        },
+        "journal": journal,
+        "journal_error": journal_error,
+        "coordinator": {
+            "url": client.base_url,
+            "source": "config" if settings.coordinator_url else "mdns",
+            "venue": settings.venue,
+            "reachable": client.reachable,
+            "last_answer_at": _iso(client.last_answer_at),
+            "last_problem": client.last_problem,
+        },
+        "mdns": agent.mdns.status() if agent.mdns else {"enabled": False},
+        "last_error": agent.last_problem.last,
+    }
+
+
+def _refusal(status: int, message: str) -> web.Response:
+    return web.json_response({"printed": False, "error": message}, status=status)
+
+
+def _iso(moment: float | None) -> str | None:
+    return None if moment is None else datetime.fromtimestamp(moment, UTC).isoformat()
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
