@@ -570,8 +570,12 @@ def print_mode_table(
     calm = [r for r in results if r.cpu_pct("others") <= quiet]
     everything = print_rows(results, targets, "")
     calmest = print_rows(calm, targets, " quiet")
-    print(f"  (a quiet row keeps only the rounds in which everything else on the machine used at"
-          f" most {quiet:.0f}% of a core)")  # fmt: skip
+    if calm:
+        print(f"  (a quiet row keeps only the rounds in which everything else on the machine used"
+              f" at most {quiet:.0f}% of a core)")  # fmt: skip
+    else:
+        print(f"  (no quiet row: in every round the rest of the machine used more than {quiet:.0f}%"
+              " of a core, so these figures are mostly the noise's)")  # fmt: skip
     if not rate:
         print_ratios(everything, "all rounds")
         print_ratios(calmest, "quiet rounds")
