@@ -15,7 +15,9 @@ from badgeline.coordinator import (
     api_reports,
     artifacts,
     dashboard,
+    enrolment,
     metrics,
+    ratelimit,
     reprint,
 )
 from badgeline.coordinator.auth import TokenAuthority
@@ -29,6 +31,7 @@ from badgeline.coordinator.routing import Router
 from badgeline.coordinator.store import JobStore
 from badgeline.coordinator.upkeep import UpkeepLoop
 from badgeline.coordinator.wakeups import WakeHub
+from badgeline.discovery.agents import AgentBrowser
 
 UPKEEP_LOOPS = web.AppKey("upkeep_loops", list[UpkeepLoop])
 
@@ -71,6 +74,8 @@ def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
     app.add_routes(reprint.routes)
     metrics.install(app)
     dashboard.setup(app)
+    enrolment.install(app)  # after the dashboard's session middleware: a cookie wins
+    ratelimit.install(app)  # after enrolment's: limits need the caller
     app.cleanup_ctx.append(_background)
     return app
 
@@ -79,6 +84,9 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     coordinator = app[COORDINATOR]
     settings = coordinator.settings
     await coordinator.wakeups.start()
+    if settings.mdns:
+        coordinator.agent_browser = AgentBrowser(interfaces=settings.mdns_interface_list())
+        await coordinator.agent_browser.start()
     loops = [
         UpkeepLoop("lease_scanner", lambda: expire_leases_once(coordinator.store),
                    settings.lease_scan_interval_s),
@@ -92,3 +100,5 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     for loop in loops:
         await loop.stop()
     await coordinator.wakeups.stop()
+    if coordinator.agent_browser is not None:
+        await coordinator.agent_browser.stop()

@@ -2,7 +2,8 @@
 
 Tokens live in the config only as SHA-256 digests. A presented token is hashed
 and compared with every configured digest in constant time, so neither the
-comparison nor the position of a match leaks through response timing.
+comparison nor the position of a match leaks through response timing. Agent
+tokens issued by enrolment live in Redis, also only as digests (enrolment.py).
 """
 
 from __future__ import annotations
@@ -33,19 +34,27 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+def bearer_digest(authorization: str | None) -> bytes | None:
+    """The SHA-256 of the token in an `Authorization: Bearer` header; None without one."""
+    if not authorization or not authorization.startswith("Bearer "):
+        return None
+    # aiohttp decodes header bytes that are not UTF-8 with surrogateescape;
+    # hash the original bytes so such a token is unknown (401), not a 500.
+    token = authorization.removeprefix("Bearer ").encode("utf-8", "surrogateescape")
+    return hashlib.sha256(token).digest()
+
+
 class TokenAuthority:
     def __init__(self, entries: list[TokenEntry]) -> None:
         self._entries = [(bytes.fromhex(e.sha256), e) for e in entries]
 
     def identify(self, authorization: str | None) -> Identity:
-        if not authorization or not authorization.startswith("Bearer "):
+        presented = bearer_digest(authorization)
+        if presented is None:
             raise BadgelineError(
                 ErrorCode.UNAUTHORIZED, "send an Authorization: Bearer <token> header"
             )
-        # aiohttp decodes header bytes that are not UTF-8 with surrogateescape;
-        # hash the original bytes so such a token is unknown (401), not a 500.
-        token = authorization.removeprefix("Bearer ").encode("utf-8", "surrogateescape")
-        identity = self.identify_digest(hashlib.sha256(token).digest())
+        identity = self.identify_digest(presented)
         if identity is None:
             raise BadgelineError(ErrorCode.UNAUTHORIZED, "unknown API token")
         return identity

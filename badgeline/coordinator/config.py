@@ -10,7 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -32,6 +39,9 @@ class TokenEntry(BaseModel):
     role: Role
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     printer_id: str | None = Field(default=None, pattern=PRINTER_ID_PATTERN)
+    daily_quota: int | None = Field(
+        default=None, ge=1, le=10_000_000, description="a kiosk's own kiosk_daily_quota"
+    )
 
     @model_validator(mode="after")
     def agent_tokens_name_their_printer(self) -> TokenEntry:
@@ -39,6 +49,8 @@ class TokenEntry(BaseModel):
             raise ValueError(f"agent token {self.name!r} needs printer_id")
         if self.role != "agent" and self.printer_id is not None:
             raise ValueError(f"only agent tokens take printer_id ({self.name!r})")
+        if self.role != "kiosk" and self.daily_quota is not None:
+            raise ValueError(f"only kiosk tokens take daily_quota ({self.name!r})")
         return self
 
 
@@ -86,6 +98,31 @@ class CoordinatorSettings(BaseSettings):
     mdns_interfaces: list[str] | None = Field(
         default=None, description="addresses to run mDNS on; unset = the listen address's"
     )
+
+    # Callers' limits, slow clients, TLS and enrolment (docs/config.md, "Limits, TLS and
+    # enrolment"; badgeline/coordinator/ratelimit.py, tls.py, enrolment.py).
+    kiosk_rate_per_s: float | None = Field(default=None, gt=0, le=10_000)
+    kiosk_burst: int = Field(default=20, ge=1, le=100_000)
+    kiosk_daily_quota: int | None = Field(default=None, ge=1, le=10_000_000)
+    agent_max_long_polls: int = Field(default=32, ge=1, le=1000)
+    client_idle_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    body_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    enrolment_code_ttl_s: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
+
+    @field_validator("tls_cert_file", "tls_key_file")
+    @classmethod
+    def tls_file_exists(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.is_file():
+            raise ValueError(f"{path} does not exist")
+        return path
+
+    @model_validator(mode="after")
+    def tls_needs_both_files(self) -> CoordinatorSettings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("set both tls_cert_file and tls_key_file, or neither")
+        return self
 
     def mdns_interface_list(self) -> list[str] | None:
         """mDNS on the address we serve on: loopback-only coordinators stay loopback-only."""

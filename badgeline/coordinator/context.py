@@ -34,6 +34,9 @@ COORDINATOR = web.AppKey("coordinator", Coordinator)
 # Set by the dashboard's session middleware once a session cookie (and, on a
 # write, its CSRF header) checked out; never set when a Bearer header is sent.
 SESSION_IDENTITY = web.RequestKey("session_identity", Identity)
+# Set by enrolment.token_middleware: the caller its Bearer token names, a configured
+# token or an agent token issued by enrolment (held in Redis, as a digest).
+TOKEN_IDENTITY = web.RequestKey("token_identity", Identity)
 
 
 def coordinator_of(request: web.Request) -> Coordinator:
@@ -44,8 +47,10 @@ def authenticate(request: web.Request, *roles: Role) -> tuple[Coordinator, Ident
     from badgeline.coordinator.auth import require_role
 
     coordinator = coordinator_of(request)
-    identity = request.get(SESSION_IDENTITY) or coordinator.auth.identify(
-        request.headers.get("Authorization")
+    identity = (
+        request.get(SESSION_IDENTITY)
+        or request.get(TOKEN_IDENTITY)
+        or coordinator.auth.identify(request.headers.get("Authorization"))
     )
     if roles:
         require_role(identity, *roles)

@@ -163,3 +163,25 @@ class VenueKeys:
     def reprint_sequence(self, job_id: str) -> str:
         """Counter numbering the reprints of a job (its reprints' idempotency keys)."""
         return f"{self.prefix}job:{job_id}:reprint_seq"
+
+    # ---- callers: rate limits and enrolment (ratelimit.py, enrolment.py)
+    def rate_bucket(self, kiosk_name: str) -> str:
+        """Hash {tokens, at_ms}: a kiosk token's request bucket (rate_limit-2.lua)."""
+        return f"{self.prefix}ratelimit:{kiosk_name}:bucket"
+
+    def rate_quota(self, kiosk_name: str) -> str:
+        """Hash {day, used}: jobs a kiosk token had accepted on that UTC day (Redis clock)."""
+        return f"{self.prefix}ratelimit:{kiosk_name}:quota"
+
+    def enrolment_code(self, code_sha256: str) -> str:
+        """A single-use enrolment code, keyed by its SHA-256, never the code."""
+        return f"{self.prefix}enrolment_code:{code_sha256}"
+
+    def agent_token(self, token_sha256: str) -> str:
+        """An agent token issued by enrolment, keyed by its SHA-256 (enrol-3.lua
+        builds it as prefix .. 'agent_token:' .. sha256 to revoke a replaced one)."""
+        return f"{self.prefix}agent_token:{token_sha256}"
+
+    def enrolled_agent(self, printer_id: str, agent_id: str) -> str:
+        """The SHA-256 of the token last issued to this agent of this printer."""
+        return f"{self.prefix}enrolled:{printer_id}:{agent_id}"

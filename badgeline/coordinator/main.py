@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import ssl
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from aiohttp import web
 from redis.asyncio import Redis
 
 from badgeline import systemd_notify
+from badgeline.coordinator import tls
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings, load_coordinator_settings
 from badgeline.coordinator.events import configure_logging, log_event
@@ -35,7 +37,21 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     return {key: value for key, value in pairs.items() if value is not None}
 
 
+def make_runner(settings: CoordinatorSettings, redis: Redis) -> web.AppRunner:
+    # The keep-alive timer runs from connection open (and from each response) until
+    # a full request head has arrived: it also cuts off a client trickling headers.
+    return web.AppRunner(create_app(settings, redis), handle_signals=False,
+                         keepalive_timeout=settings.client_idle_timeout_s)  # fmt: skip
+
+
+def make_site(
+    runner: web.AppRunner, settings: CoordinatorSettings, ssl_context: ssl.SSLContext | None
+) -> web.TCPSite:
+    return web.TCPSite(runner, settings.listen_host, settings.listen_port, ssl_context=ssl_context)
+
+
 async def serve(settings: CoordinatorSettings) -> None:
+    ssl_context = tls.server_context(settings)  # a bad certificate stops us before Redis starts
     embedded: EmbeddedRedis | None = None
     redis_url = settings.redis_url
     if redis_url is None:
@@ -46,14 +62,13 @@ async def serve(settings: CoordinatorSettings) -> None:
         redis_url = embedded.url
         log_event("embedded_redis_started", url=redis_url, dir=str(embedded.data_dir))
     redis = Redis.from_url(redis_url, health_check_interval=10)
-    runner = web.AppRunner(create_app(settings, redis), handle_signals=False)
+    runner = make_runner(settings, redis)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, settings.listen_host, settings.listen_port)
-        await site.start()
+        await make_site(runner, settings, ssl_context).start()
         async with _announced(settings):
             log_event("coordinator_ready",
-                      url=f"http://{settings.listen_host}:{settings.listen_port}",
+                      url=f"{tls.scheme(settings)}://{settings.listen_host}:{settings.listen_port}",
                       venue=settings.venue)  # fmt: skip
             await _wait_for_stop_signal()
             log_event("coordinator_stopping")
@@ -104,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level)
     try:
         asyncio.run(serve(settings))
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
     except RedisServerError as error:
         print(f"cannot start the embedded Redis server: {error}", file=sys.stderr)
         return 1

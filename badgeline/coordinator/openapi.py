@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from badgeline import __version__
+from badgeline.coordinator import enrolment
 from badgeline.protocol import models as m
 
 
@@ -51,6 +52,12 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("get", "/v1/queues/{printer_id}", "Peek a printer queue in print order",
               ("operator",), None, {200: None}, query=(("limit", "integer", "rows"),)),
     Operation("get", "/healthz", "Liveness and Redis reachability", (), None, {200: None}),
+    Operation("post", "/v1/enrolment-codes", "Create a single-use enrolment code for a printer",
+              ("operator",), enrolment.EnrolmentCodeRequest,
+              {201: enrolment.EnrolmentCodeIssued, 422: m.ErrorBody}),
+    Operation("post", "/v1/enrol", "Exchange an enrolment code for an agent token (no token)",
+              (), enrolment.EnrolRequest,
+              {201: enrolment.EnrolResult, 403: m.ErrorBody, 410: m.ErrorBody, 422: m.ErrorBody}),
 )  # fmt: skip
 
 

@@ -27,6 +27,11 @@ class ErrorCode(StrEnum):
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     STORE_UNAVAILABLE = "store_unavailable"
     INTERNAL = "internal_error"
+    RATE_LIMITED = "rate_limited"
+    REQUEST_TIMEOUT = "request_timeout"
+    ENROLMENT_CODE_INVALID = "enrolment_code_invalid"
+    ENROLMENT_CODE_USED = "enrolment_code_used"
+    ENROLMENT_CODE_EXPIRED = "enrolment_code_expired"
 
 
 HTTP_STATUS: dict[ErrorCode, int] = {
@@ -46,6 +51,11 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
     ErrorCode.STORE_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.REQUEST_TIMEOUT: 408,
+    ErrorCode.ENROLMENT_CODE_INVALID: 403,
+    ErrorCode.ENROLMENT_CODE_USED: 410,
+    ErrorCode.ENROLMENT_CODE_EXPIRED: 410,
 }
 
 

@@ -1,0 +1,231 @@
+"""The authorization matrix over EVERY route the app registers, every kind of
+caller, and the caller's own and another printer's id.
+
+The routes come from `app.router.routes()`, so a new endpoint is in the matrix
+the moment it exists: `test_every_route_has_a_declared_policy` fails until its
+author says who may call it. A refused call is 401 (no or unknown token) or 403
+(wrong role, or an agent token naming another printer), in the error shape, and
+writes nothing to Redis; an allowed call is never 401/403 and never a 5xx.
+Kiosk limits are switched on so that "writes nothing" covers their buckets too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+from redis.asyncio import Redis
+
+from badgeline.coordinator.app import create_app
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.ratelimit import KIOSK_ROUTES
+from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
+from tests.coordinator import flows
+from tests.coordinator.conftest import MakeClient
+from tests.coordinator.test_auth import HEARTBEAT
+from tests.helpers import job_body
+from tests.security import steps
+
+Client = TestClient[Any, Any]
+Route = tuple[str, str]
+
+PUBLIC = "public"  # the same answer for every caller, token or not
+KIOSK, OPERATOR, AGENT = "kiosk", "operator", "agent"  # AGENT: of the path's printer
+OPS = frozenset({OPERATOR})
+FRONT = frozenset({KIOSK, OPERATOR})
+AGENTS = frozenset({AGENT})
+OPEN = frozenset({PUBLIC})
+
+POLICY: dict[Route, frozenset[str]] = {
+    ("GET", "/healthz"): OPEN,
+    ("GET", "/v1/openapi.json"): OPEN,
+    ("POST", "/v1/jobs"): FRONT,
+    ("GET", "/v1/jobs/{job_id}"): FRONT,
+    ("GET", "/v1/jobs"): FRONT,
+    ("POST", "/v1/jobs/{job_id}/cancel"): FRONT,
+    ("POST", "/v1/agents/{printer_id}/heartbeat"): AGENTS,
+    ("POST", "/v1/agents/{printer_id}/lease"): AGENTS,
+    ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/start"): AGENTS,
+    ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/ack"): AGENTS,
+    ("GET", "/v1/dead-letters"): OPS,
+    ("POST", "/v1/dead-letters/redrive"): OPS,
+    ("GET", "/v1/queues/{printer_id}"): OPS,
+    ("PUT", "/v1/artifacts/{name}"): FRONT,
+    ("GET", "/v1/artifacts/{name}"): frozenset({KIOSK, OPERATOR, AGENT}),
+    ("GET", "/v1/printers"): OPS,
+    ("POST", "/v1/printers/{printer_id}/pause"): OPS,
+    ("POST", "/v1/printers/{printer_id}/resume"): OPS,
+    ("POST", "/v1/printers/{printer_id}/drain"): OPS,
+    ("POST", "/v1/rebalance"): OPS,
+    ("GET", "/v1/failovers"): OPS,
+    ("GET", "/v1/queues"): OPS,
+    ("GET", "/v1/alerts"): OPS,
+    ("GET", "/v1/reconcile"): OPS,
+    ("GET", "/v1/stats"): OPS,
+    ("POST", "/v1/jobs/{job_id}/reprint"): OPS,
+    ("GET", "/metrics"): OPS,
+    ("GET", "/"): OPEN,  # the sign-in page
+    ("GET", "/dashboard/static/{name}"): OPEN,
+    ("POST", "/dashboard/login"): OPEN,  # takes the token from a form, not a header
+    ("POST", "/dashboard/logout"): OPEN,
+    ("GET", "/dashboard/session"): OPEN,  # answers a session cookie only
+    ("GET", "/dashboard/snapshot"): OPS,
+    ("GET", "/dashboard/stream"): OPS,
+    ("POST", "/v1/enrolment-codes"): OPS,
+    ("POST", "/v1/enrol"): OPEN,  # the code is the credential
+}
+
+PDF = b"%PDF-1.4\n% matrix\n"
+PDF_NAME = hashlib.sha256(PDF).hexdigest() + ".pdf"
+
+
+def _registered_routes() -> list[Route]:
+    # Building the app opens no connection: the routes are known without a server.
+    app = create_app(CoordinatorSettings(mdns=False), Redis())
+    return sorted({(r.method, r.resource.canonical) for r in app.router.routes()
+                   if r.method != "HEAD" and r.resource is not None})  # fmt: skip
+
+
+ROUTES = _registered_routes()
+CASES = [
+    (route, printer)
+    for route in ROUTES
+    for printer in (("printer-a", "printer-b") if "{printer_id}" in route[1] else ("",))
+]
+
+
+@dataclass(frozen=True)
+class Caller:
+    name: str
+    role: str | None  # None: no token, or one nobody was given
+    printer_id: str | None = None
+
+
+CALLERS = (
+    Caller("no token", None), Caller("unknown token", None), Caller("kiosk", KIOSK),
+    Caller("operator", OPERATOR), Caller("agent of printer-a", AGENT, "printer-a"),
+    Caller("agent of printer-b", AGENT, "printer-b"),
+    Caller("enrolled agent of printer-a", AGENT, "printer-a"),
+)  # fmt: skip
+
+
+def _allowed(caller: Caller, policy: frozenset[str], path_printer: str) -> bool:
+    if PUBLIC in policy:
+        return True
+    if caller.role is None or caller.role not in policy:
+        return False
+    return caller.role != AGENT or not path_printer or caller.printer_id == path_printer
+
+
+@dataclass
+class World:
+    """What the calls need: a job leased by printer-a, an artifact, the callers' headers."""
+
+    job_id: str
+    lease_id: str
+    headers: dict[str, dict[str, str]]
+
+
+async def _world(client: Client) -> World:
+    await flows.expect(await client.put(f"/v1/artifacts/{PDF_NAME}", data=PDF,
+                                        headers=flows.OPERATOR), 201)  # fmt: skip
+    submitted = await client.post("/v1/jobs", json=job_body(), headers=flows.OPERATOR)
+    job_id = (await flows.expect(submitted, 201))["job_id"]
+    leased = await flows.lease_one(client)
+    enrolled = await steps.enrolled_token(client, "printer-a", "pi-matrix")
+    headers = {
+        "no token": {}, "unknown token": auth("not-a-token-anyone-was-given"),
+        "kiosk": auth(KIOSK_TOKEN), "operator": auth(OPERATOR_TOKEN),
+        "agent of printer-a": auth(agent_token("printer-a")),
+        "agent of printer-b": auth(agent_token("printer-b")),
+        "enrolled agent of printer-a": auth(enrolled),
+    }  # fmt: skip
+    return World(job_id, leased["lease_id"], headers)
+
+
+def _body(route: Route, world: World) -> dict[str, Any]:
+    """Keyword arguments for the request: a plausible body where the route reads one."""
+    bodies: dict[Route, Any] = {
+        ("POST", "/v1/jobs"): job_body(),
+        ("POST", "/v1/agents/{printer_id}/heartbeat"): HEARTBEAT,
+        ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/start"): {"lease_id": world.lease_id},
+        ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/ack"): {"lease_id": world.lease_id,
+                                                              "result": "printed"},
+        ("POST", "/v1/dead-letters/redrive"): {"ids": []},
+        ("POST", "/v1/jobs/{job_id}/reprint"): {"reason": "matrix"},
+        ("POST", "/v1/enrolment-codes"): {"printer_id": "printer-a"},
+        ("POST", "/v1/enrol"): {"code": "A" * 24, "printer_id": "printer-a", "agent_id": "pi"},
+    }  # fmt: skip
+    if route == ("PUT", "/v1/artifacts/{name}"):
+        return {"data": PDF, "headers": {"Content-Type": "application/pdf"}}
+    if route in bodies:
+        return {"json": bodies[route]}
+    return {"json": {}} if route[0] == "POST" else {}
+
+
+def _path(route: Route, world: World, printer: str) -> str:
+    name = "dashboard.js" if route[1].startswith("/dashboard/static/") else PDF_NAME
+    return (route[1].replace("{job_id}", world.job_id).replace("{printer_id}", printer)
+            .replace("{name}", name))  # fmt: skip
+
+
+async def _call(client: Client, route: Route, world: World, printer: str, caller: Caller) -> Any:
+    kwargs = _body(route, world)
+    headers = {**kwargs.pop("headers", {}), **world.headers[caller.name]}
+    response = await client.request(route[0], _path(route, world, printer), headers=headers,
+                                    **kwargs)  # fmt: skip
+    status = response.status
+    json_reply = response.content_type == "application/json"
+    body = await response.json() if status >= 400 and json_reply else None
+    response.close()  # the dashboard's event stream never ends by itself
+    return status, body
+
+
+CASE_IDS = [f"{method} {path} {printer}".strip() for (method, path), printer in CASES]
+
+
+@pytest.mark.parametrize(("route", "printer"), CASES, ids=CASE_IDS)
+async def test_authz_matrix(
+    make_client: MakeClient, redis: Redis, settings: CoordinatorSettings,
+    route: Route, printer: str,
+) -> None:  # fmt: skip
+    policy = POLICY.get(route)
+    assert policy is not None, f"declare who may call {route} in POLICY"
+    # GIVEN a coordinator with kiosk limits on, a leased job, an artifact and an enrolled agent
+    client = await make_client(kiosk_rate_per_s=1000, kiosk_burst=1000, kiosk_daily_quota=1000)
+    world = await _world(client)
+    refused = [c for c in CALLERS if not _allowed(c, policy, printer)]
+    allowed = [c for c in CALLERS if _allowed(c, policy, printer)]
+    # WHEN each refused caller calls it, THEN 401/403 in the error shape, and nothing written
+    for caller in refused:
+        before = await flows.venue_snapshot(redis, settings.venue)
+        status, body = await _call(client, route, world, printer, caller)
+        expected = 401 if caller.role is None else 403
+        assert status == expected, (caller.name, status, body)
+        flows.assert_error_shape(body, "unauthorized" if expected == 401 else "forbidden")
+        assert await flows.venue_snapshot(redis, settings.venue) == before, caller.name
+    # AND each allowed caller gets past authorization (public routes: the same for everyone)
+    statuses = {}
+    for caller in allowed:
+        status, body = await _call(client, route, world, printer, caller)
+        assert status < 500, (caller.name, status, body)
+        if PUBLIC not in policy:
+            assert status not in (401, 403), (caller.name, status, body)
+        statuses[caller.name] = status
+    if PUBLIC in policy:
+        assert len(set(statuses.values())) == 1, statuses
+
+
+def test_every_route_has_a_declared_policy() -> None:
+    undeclared = [route for route in ROUTES if route not in POLICY]
+    assert not undeclared, f"new routes need an entry in POLICY: {undeclared}"
+    gone = set(POLICY) - set(ROUTES)
+    assert not gone, f"POLICY names routes that are gone: {gone}"
+
+
+def test_every_kiosk_route_is_rate_limited() -> None:
+    kiosk_routes = {route for route, policy in POLICY.items() if KIOSK in policy}
+    assert kiosk_routes == KIOSK_ROUTES
