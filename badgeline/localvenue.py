@@ -147,6 +147,9 @@ class LocalVenue:
         name = self.coordinator_name(index)
         config: dict[str, Any] = {
             "listen_port": self.coordinator_ports[index],
+            # A venue on one machine needs no discovery; mDNS on port 5353 is
+            # shared by every process of the machine and tests must not cross.
+            "mdns": False,
             "state_dir": str(self.root / name),
             **({"redis_url": self.redis.url} if self.redis is not None else {}),
             **self.extra_coordinator_config,
@@ -164,6 +167,7 @@ class LocalVenue:
             "state_dir": str(self.root / "agents" / slot.printer_id),
             "status_port": slot.status_port,
             "printer": {"kind": "emulator", "host": "127.0.0.1", "port": slot.port},
+            "mdns": False,
         }
         for key, value in self.agent_overrides.get(slot.printer_id, {}).items():
             merge = isinstance(value, dict) and isinstance(config.get(key), dict)
@@ -191,8 +195,9 @@ class LocalVenue:
     def start_coordinator(self, index: int = 0) -> None:
         self._add(self.coordinator_name(index), self._badgeline(
             "coordinator", "--config", str(self.write_coordinator_config(index))))  # fmt: skip
-        url = self.coordinator_urls[index]
-        wait_until(lambda: http_ok(url + "/healthz"), 30, f"the coordinator at {url} to answer")
+        url, name = self.coordinator_urls[index], self.coordinator_name(index)
+        wait_until(lambda: self._alive(name) and http_ok(url + "/healthz"), 30,
+                   f"the coordinator at {url} to answer")  # fmt: skip
 
     def start_emulator(self, printer_id: str, wait: bool = True) -> None:
         slot = self.printers[printer_id]
@@ -203,8 +208,17 @@ class LocalVenue:
             self.wait_for_emulator(printer_id)
 
     def wait_for_emulator(self, printer_id: str) -> None:
-        wait_until(lambda: http_ok(self.emulator_url(printer_id) + "/status"), 20,
+        url, name = self.emulator_url(printer_id), f"emulator-{printer_id}"
+        wait_until(lambda: self._alive(name) and http_ok(url + "/status"), 20,
                    f"emulator {printer_id}")  # fmt: skip
+
+    def _alive(self, name: str) -> bool:
+        """True while the process runs; a process that exited fails the wait with its log."""
+        managed = self.processes[name]
+        if managed.running:
+            return True
+        tail = managed.log_path.read_text(errors="replace")[-2000:]
+        raise RuntimeError(f"{name} exited while starting; its log ends:\n{tail}")
 
     def start_agent(self, printer_id: str) -> ManagedProcess:
         slot = self.printers[printer_id]
@@ -224,7 +238,9 @@ class LocalVenue:
             self.wait_for_emulator(printer_id)
         for printer_id in self.printer_ids:
             self.start_agent(printer_id)
-        wait_until(self.all_printers_healthy, 60, "every printer to report healthy")
+        agents = [f"agent-{p}" for p in self.printer_ids]
+        wait_until(lambda: all(self._alive(a) for a in agents) and self.all_printers_healthy(),
+                   60, "every printer to report healthy")  # fmt: skip
 
     def printer_states(self) -> dict[str, str]:
         printers = self.api("GET", "/v1/printers")["printers"]

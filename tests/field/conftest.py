@@ -35,7 +35,7 @@ class MdnsPeer:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
 
-    async def read_line(self, expected: str, timeout_s: float = 10.0) -> str:
+    async def read_line(self, expected: str, timeout_s: float = 30.0) -> str:
         assert self.process.stdout is not None
         while True:
             raw = await asyncio.wait_for(self.process.stdout.readline(), timeout_s)
