@@ -42,7 +42,7 @@ from pathlib import Path
 # Run from a checkout without installing: make `badgeline` importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from badgeline.localvenue import LocalVenue, ManagedProcess, wait_until
+from badgeline.localvenue import LocalVenue, ManagedProcess
 
 PRINTER = "printer-a"
 START_TARGET_S = 1.5
@@ -205,7 +205,8 @@ def explain_imports(top: int = 15) -> None:
 # Imported one after the other in a fresh interpreter, in the order the agent needs
 # them: each step is what that import adds on top of everything before it.
 IMPORT_STEPS = ("ssl", "asyncio", "aiosqlite", "pydantic.main", "pydantic_settings", "aiohttp",
-                "badgeline.agent.main", "badgeline.agent.service", "escpos")  # fmt: skip
+                "aiohttp.web", "zeroconf.asyncio", "badgeline.agent.main",
+                "badgeline.agent.service", "escpos")  # fmt: skip
 _STEPS_CODE = """
 import re, sys, time, tracemalloc
 if sys.argv[1] == 'traced':
@@ -281,12 +282,15 @@ def main() -> int:
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as root:
-        venue = LocalVenue(Path(root), printer_ids=(PRINTER,))
+        # No mDNS: another coordinator on this host advertising the same venue name
+        # would make ours exit at start-up (NameConflict).
+        venue = LocalVenue(
+            Path(root), printer_ids=(PRINTER,), extra_coordinator_config={"mdns": False}
+        )
         (venue.root / "logs").mkdir(parents=True, exist_ok=True)
         try:
             venue.start_coordinator()
             venue.start_emulator(PRINTER)
-            wait_until(lambda: venue.api("GET", "/v1/printers") is not None, 10, "the API")
             report("defaults (render_in_sandbox = true)",
                    measure(venue, args.runs, args.settle, sandbox=True))  # fmt: skip
             report("render_in_sandbox = false (comparison: no render worker)",

@@ -200,7 +200,9 @@ def main() -> int:
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as root:
-        venue = LocalVenue(Path(root))
+        # No mDNS: another coordinator on this host advertising the same venue name
+        # would make ours exit at start-up (NameConflict).
+        venue = LocalVenue(Path(root), extra_coordinator_config={"mdns": False})
         relays = start_relays(venue)
         try:
             start_venue(venue, relays)

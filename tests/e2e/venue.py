@@ -38,6 +38,13 @@ class E2EVenue(LocalVenue):
     agent_settings: dict[str, Any] = field(default_factory=lambda: dict(E2E_AGENT_SETTINGS))
     agent_settings_for: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Agents are given the coordinator's URL. Without mDNS, a coordinator of
+        # another venue on this host (another test, a demo) advertising the same
+        # venue name cannot make ours exit at start-up with NameConflict.
+        self.extra_coordinator_config.setdefault("mdns", False)
+
     def write_agent_config(self, slot: PrinterSlot) -> Path:
         path = super().write_agent_config(slot)
         config = tomllib.loads(path.read_text())
