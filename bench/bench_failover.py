@@ -1,7 +1,7 @@
 """Failover time, counted at the printers: from the fault to the first drained badge.
 
     .venv/bin/python bench/bench_failover.py [--runs 7] [--drain-jobs 200] [--drain-runs 3]
-        [--keep DIR]
+        [--series silent,jam,drain] [--keep DIR]
 
 Every series runs a venue of real processes with `badgeline.localvenue.LocalVenue`
 (the coordinator with its embedded Redis, printer emulators, agents; heartbeats and
@@ -51,7 +51,6 @@ from typing import Any
 # Run from a checkout without installing: make `badgeline` importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.localvenue import LocalVenue, wait_until
 from badgeline.samples import sample_badge_pdf
 
@@ -60,6 +59,7 @@ DEAD = "printer-a"
 QUEUED_PER_RUN = 10
 TARGET_SILENT_S = 3.5
 TARGET_JAM_S = 1.5
+SERIES = ("silent", "jam", "drain")
 
 
 @dataclass
@@ -92,16 +92,17 @@ class Run:
 
 
 def coordinator_config() -> dict[str, Any]:
-    config: dict[str, Any] = {"venue": "bench" + os.urandom(4).hex()}
-    if "mdns" in CoordinatorSettings.model_fields:
-        config["mdns"] = False  # a benchmark on loopback advertises nothing
-    return config
+    return {"venue": "bench" + os.urandom(4).hex()}
 
 
 def start_venue(root: Path, printers: int) -> LocalVenue:
     ids = tuple(f"printer-{chr(ord('a') + n)}" for n in range(printers))
     venue = LocalVenue(root, printer_ids=ids, extra_coordinator_config=coordinator_config())
-    venue.start()
+    try:
+        venue.start()
+    except BaseException:
+        stop_venue(venue)
+        raise
     return venue
 
 
@@ -233,31 +234,46 @@ def git_revision() -> str:
     return out.stdout.strip()
 
 
+def run_series(args: argparse.Namespace, root: Path) -> dict[str, list[Run]]:
+    results: dict[str, list[Run]] = {}
+    if "silent" in args.series:
+        print(f"\nsilent death (SIGKILL of {DEAD}'s agent), {QUEUED_PER_RUN} badges queued a run:")
+        results["silent"] = series(root, "silent", args.runs)
+    if "jam" in args.series:
+        print(f"\nreported jam ({DEAD}'s emulator jams), {QUEUED_PER_RUN} badges queued a run:")
+        results["jam"] = series(root, "jam", args.runs)
+    if "drain" in args.series:
+        print(f"\ndrain: {args.drain_jobs} badges queued on {DEAD}, jammed; 3 peers take them:")
+        results["drain"] = drain_series(root, args.drain_jobs, args.drain_runs)
+    return results
+
+
+def report(args: argparse.Namespace, results: dict[str, list[Run]]) -> None:
+    print(f"\nsummary (load after: {os.getloadavg()[0]:.2f})")
+    if silent := results.get("silent"):
+        summarise("silent death: fault -> first drained badge", [r.failover_s for r in silent],
+                  TARGET_SILENT_S)  # fmt: skip
+        summarise("  of which detection (missed heartbeats)", [r.detection_s for r in silent])
+    if jam := results.get("jam"):
+        summarise("reported jam: fault -> first drained badge", [r.failover_s for r in jam],
+                  TARGET_JAM_S)  # fmt: skip
+        summarise("  of which detection (probe + heartbeat)", [r.detection_s for r in jam])
+    if drain := results.get("drain"):
+        jobs = args.drain_jobs
+        summarise(f"drain {jobs}: fault -> first badge at a peer", [r.failover_s for r in drain])
+        summarise(f"drain {jobs}: fault -> last badge out", [r.drain_s for r in drain])
+        summarise(f"drain {jobs}: decision -> last badge out",
+                  [r.last_print_at - r.decided_at for r in drain])  # fmt: skip
+    bad = sum(1 for runs in results.values() for r in runs if r.not_once)
+    print(f"  runs with a badge not printed exactly once: {bad}")
+
+
 def run(args: argparse.Namespace, root: Path) -> None:
     print("bench_failover: fault -> first drained badge at a healthy emulator")
     print(f"code: {git_revision()}   python {platform.python_version()}   "
           f"cores: {os.cpu_count()}   load before: {os.getloadavg()[0]:.2f}")  # fmt: skip
     print("command: " + shlex.join([sys.executable, *sys.argv]))
-    print(f"\nsilent death (SIGKILL of {DEAD}'s agent), {QUEUED_PER_RUN} badges queued per run:")
-    silent = series(root, "silent", args.runs)
-    print(f"\nreported jam ({DEAD}'s emulator jams), {QUEUED_PER_RUN} badges queued per run:")
-    jam = series(root, "jam", args.runs)
-    print(f"\ndrain: {args.drain_jobs} badges queued on {DEAD}, jammed; 3 peers take them:")
-    drain = drain_series(root, args.drain_jobs, args.drain_runs)
-    print(f"\nsummary (load after: {os.getloadavg()[0]:.2f})")
-    summarise("silent death: fault -> first drained badge", [r.failover_s for r in silent],
-              TARGET_SILENT_S)  # fmt: skip
-    summarise("  of which detection (missed heartbeats)", [r.detection_s for r in silent])
-    summarise("reported jam: fault -> first drained badge", [r.failover_s for r in jam],
-              TARGET_JAM_S)  # fmt: skip
-    summarise("  of which detection (probe + heartbeat)", [r.detection_s for r in jam])
-    summarise(f"drain {args.drain_jobs}: fault -> first badge at a peer",
-              [r.failover_s for r in drain])  # fmt: skip
-    summarise(f"drain {args.drain_jobs}: fault -> last badge out", [r.drain_s for r in drain])
-    summarise(f"drain {args.drain_jobs}: decision -> last badge out",
-              [r.last_print_at - r.decided_at for r in drain])  # fmt: skip
-    bad = sum(1 for r in silent + jam + drain if r.not_once)
-    print(f"  runs with a badge not printed exactly once: {bad}")
+    report(args, run_series(args, root))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -265,6 +281,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=7, help="runs of each fault series")
     parser.add_argument("--drain-jobs", type=int, default=200, help="badges queued to drain")
     parser.add_argument("--drain-runs", type=int, default=3, help="runs of the drain series")
+    parser.add_argument("--series", type=lambda v: v.split(","), default=list(SERIES),
+                        help="comma-separated, of " + ",".join(SERIES))  # fmt: skip
     parser.add_argument("--keep", type=Path, help="work here and keep logs and badges")
     return parser.parse_args(argv)
 

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.localvenue import LocalVenue
 from badgeline.samples import sample_badge_pdf
 from tests.failover.relay import TcpRelay
@@ -26,13 +25,8 @@ VenueFactory = Callable[..., LocalVenue]
 
 
 def coordinator_config(**settings: Any) -> dict[str, Any]:
-    """A venue name of its own (two venues on one machine never share one), and
-    no mDNS advert where the coordinator has one: these tests need none, and two
-    replicas of one venue would claim the same mDNS name."""
-    config: dict[str, Any] = {"venue": "fo" + secrets.token_hex(5), "ack_grace_s": 3.0}
-    if "mdns" in CoordinatorSettings.model_fields:
-        config["mdns"] = False
-    return {**config, **settings}
+    """A venue name of its own: two venues on one machine never share one."""
+    return {"venue": "fo" + secrets.token_hex(5), "ack_grace_s": 3.0, **settings}
 
 
 @pytest.fixture
