@@ -37,6 +37,9 @@ from badgeline.discovery.names import (
 log = logging.getLogger(__name__)
 
 
+SOCKET_CLOSE_WAIT_S = 2.0
+
+
 class ServiceAdvertiser:
     """One advertised service: `start()` announces, `stop()` says goodbye.
 
@@ -134,10 +137,19 @@ class ServiceAdvertiser:
 
     async def _close_own(self) -> None:
         if self._zeroconf is not None and self._shared_zeroconf is None:
+            engine = self._zeroconf.zeroconf.engine
+            transports = (*engine.senders, *engine.readers)
+            sockets = [w.transport.get_extra_info("socket") for w in transports]
             await self._zeroconf.async_close()
-            # Closing a datagram transport finishes in a callback scheduled on the
-            # loop; yield once so the sockets are really closed when we return.
-            await asyncio.sleep(0)
+            # zeroconf closes its transports, which drop their port-5353 sockets
+            # in callbacks on later loop turns: wait (briefly, bounded) until
+            # they are really closed, so a restart can bind again at once.
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + SOCKET_CLOSE_WAIT_S
+            while any(s is not None and s.fileno() != -1 for s in sockets):
+                if loop.time() > deadline:
+                    break
+                await asyncio.sleep(0.005)
         self._zeroconf = None
 
     async def __aenter__(self) -> Self:
