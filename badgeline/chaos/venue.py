@@ -1,0 +1,331 @@
+"""A venue for chaos runs: real processes, with every fault a hall can have within reach.
+
+One Redis server (the embedded valkey, AOF) that the harness itself can kill -9
+and restart; coordinator replicas on fixed ports sharing it; printer emulators
+(never faulted by killing: they are the ground truth); and one agent per
+printer, each talking to its replica through a `FaultProxy` so its link can be
+cut. Agents are spread over the replicas round-robin.
+
+It composes `ManagedProcess` and the HTTP helpers of `badgeline.localvenue`
+rather than extending `LocalVenue`: a chaos run needs the Redis server, the
+replicas and the links in its own hands, on ports that survive restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from badgeline.chaos.proxy import FaultProxy
+from badgeline.coordinator.auth import token_digest
+from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
+from badgeline.localvenue import ManagedProcess, PrinterSlot
+
+# Settings that make a chaos run converge in seconds rather than minutes; each is a
+# documented coordinator option (docs/config.md), none changes what is guaranteed.
+COORDINATOR_DEFAULTS: dict[str, Any] = {
+    "ack_grace_s": 3.0,
+    "lease_ttl_s": 10.0,
+    "lease_max_wait_s": 5.0,
+    "retry_backoff_unit_s": 0.25,
+    "retry_backoff_cap_s": 4.0,
+    "max_attempts": 8,
+    "mdns": False,
+    "log_level": "INFO",
+}
+AGENT_DEFAULTS: dict[str, Any] = {
+    "mdns": False,
+    "lease_wait_s": 5.0,
+    "retry_initial_s": 0.2,
+    "retry_max_s": 2.0,
+    "connect_timeout_s": 2.0,
+    "request_timeout_s": 5.0,
+    "width_dots": 192,  # a narrow badge: the render is not what a chaos run tests
+    "stop_grace_s": 3.0,
+}
+START_TIMEOUT_S = 60.0
+
+
+class VenueError(RuntimeError):
+    pass
+
+
+def _toml_value(value: Any) -> str:
+    return json.dumps(value)
+
+
+def to_toml(values: dict[str, Any]) -> str:
+    """Enough TOML for these configs: scalars, lists, one level of tables and arrays of them."""
+    lines: list[str] = []
+    tables: list[str] = []
+    for key, value in values.items():
+        if isinstance(value, dict):
+            body = "\n".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
+            tables.append(f"\n[{key}]\n{body}")
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            for entry in value:
+                body = "\n".join(f"{k} = {_toml_value(v)}" for k, v in entry.items())
+                tables.append(f"\n[[{key}]]\n{body}")
+        else:
+            lines.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n" + "\n".join(tables) + "\n"
+
+
+@dataclass
+class Replica:
+    index: int  # 1-based: coordinator-1, coordinator-2, ...
+    port: int
+
+    @property
+    def name(self) -> str:
+        return f"coordinator-{self.index}"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class ChaosVenue:
+    def __init__(
+        self,
+        root: Path,
+        printer_ids: tuple[str, ...],
+        *,
+        coordinators: int = 2,
+        coordinator_settings: dict[str, Any] | None = None,
+        agent_settings: dict[str, Any] | None = None,
+        appendfsync: str = "always",
+    ) -> None:
+        self.root = root.resolve()
+        self.printer_ids = printer_ids
+        self.venue = "chaos" + secrets.token_hex(4)
+        self.kiosk_token = secrets.token_urlsafe(24)
+        self.operator_token = secrets.token_urlsafe(24)
+        self.coordinator_settings = {**COORDINATOR_DEFAULTS, **(coordinator_settings or {})}
+        self.agent_settings = {**AGENT_DEFAULTS, **(agent_settings or {})}
+        # Tied to the thread that starts it (a worker of the loop's default executor,
+        # which lives until the loop ends): a harness that dies leaves no server behind.
+        self.redis = EmbeddedRedis(self.root / "redis", appendfsync=appendfsync)
+        self.replicas = [Replica(n, free_port()) for n in range(1, coordinators + 1)]
+        self.printers = {
+            p: PrinterSlot(p, free_port(), free_port(), free_port(), secrets.token_urlsafe(24))
+            for p in printer_ids
+        }
+        # printer -> the replica its agent talks to (through its proxy)
+        self.assignment = {p: self.replicas[n % coordinators] for n, p in enumerate(printer_ids)}
+        self.proxies = {p: FaultProxy(self.assignment[p].port) for p in printer_ids}
+        self.processes: dict[str, ManagedProcess] = {}
+        self._session: aiohttp.ClientSession | None = None
+
+    # ------------------------------------------------------------ addresses
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise VenueError("the venue is not started")
+        return self._session
+
+    def emulator_url(self, printer_id: str) -> str:
+        return f"http://127.0.0.1:{self.printers[printer_id].control_port}"
+
+    def agent_status_url(self, printer_id: str) -> str:
+        return f"http://127.0.0.1:{self.printers[printer_id].status_port}/status"
+
+    def replica(self, name: str) -> Replica:
+        return next(r for r in self.replicas if r.name == name)
+
+    # ------------------------------------------------------------ configs
+
+    def _tokens(self) -> list[dict[str, Any]]:
+        tokens = [
+            {"name": "chaos-kiosk", "role": "kiosk", "sha256": token_digest(self.kiosk_token)},
+            {"name": "chaos-operator", "role": "operator",
+             "sha256": token_digest(self.operator_token)},
+        ]  # fmt: skip
+        return tokens + [
+            {"name": f"agent-{s.printer_id}", "role": "agent", "printer_id": s.printer_id,
+             "sha256": token_digest(s.token)}
+            for s in self.printers.values()
+        ]  # fmt: skip
+
+    def _coordinator_config(self, replica: Replica) -> Path:
+        config = {
+            "venue": self.venue,
+            "listen_port": replica.port,
+            "state_dir": str(self.root / replica.name),
+            "redis_url": self.redis.url,
+            **self.coordinator_settings,
+            "tokens": self._tokens(),
+        }
+        path = self.root / f"{replica.name}.toml"
+        path.write_text(to_toml(config))
+        return path
+
+    def _agent_config(self, slot: PrinterSlot) -> Path:
+        config = {
+            "printer_id": slot.printer_id,
+            "agent_id": f"chaos-{slot.printer_id}",
+            "coordinator_url": self.proxies[slot.printer_id].url,
+            "token": slot.token,
+            "state_dir": str(self.root / "agents" / slot.printer_id),
+            "status_port": slot.status_port,
+            **self.agent_settings,
+            "printer": {"kind": "emulator", "host": "127.0.0.1", "port": slot.port},
+        }
+        path = self.root / f"agent-{slot.printer_id}.toml"
+        path.write_text(to_toml(config))
+        return path
+
+    # ------------------------------------------------------------ processes
+
+    def _spawn(self, name: str, *args: str) -> ManagedProcess:
+        command = [sys.executable, "-m", "badgeline.cli", *args]
+        managed = ManagedProcess(name, command, self.root / "logs" / f"{name}.log")
+        self.processes[name] = managed
+        managed.start()
+        return managed
+
+    def running(self, name: str) -> bool:
+        process = self.processes.get(name)
+        return process is not None and process.running
+
+    async def start(self) -> None:
+        (self.root / "logs").mkdir(parents=True, exist_ok=True)
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
+        await asyncio.to_thread(self.redis.start)
+        for replica in self.replicas:
+            self.start_coordinator(replica.name)
+        for printer_id in self.printer_ids:
+            self._spawn(f"emulator-{printer_id}", "emulator",
+                        "--port", str(self.printers[printer_id].port),
+                        "--control-port", str(self.printers[printer_id].control_port),
+                        "--out", str(self.root / "badges" / printer_id))  # fmt: skip
+        for proxy in self.proxies.values():
+            await proxy.start()
+        for replica in self.replicas:
+            await self.wait_for(lambda r=replica: self.ok(r.url + "/healthz"), replica.name)
+        for printer_id in self.printer_ids:
+            url = self.emulator_url(printer_id) + "/status"
+            await self.wait_for(lambda u=url: self.ok(u), f"emulator {printer_id}")
+        for printer_id in self.printer_ids:
+            self.start_agent(printer_id)
+        await self.wait_for(self.all_printers_healthy, "every printer to report healthy")
+
+    def start_coordinator(self, name: str) -> None:
+        replica = self.replica(name)
+        self._spawn(name, "coordinator", "--config", str(self._coordinator_config(replica)))
+
+    def kill_coordinator(self, name: str) -> None:
+        self.processes[name].kill()
+
+    def start_agent(self, printer_id: str) -> None:
+        self._spawn(f"agent-{printer_id}", "agent", "--config",
+                    str(self._agent_config(self.printers[printer_id])))  # fmt: skip
+
+    def kill_agent(self, printer_id: str) -> None:
+        self.processes[f"agent-{printer_id}"].kill()
+
+    async def kill_redis(self) -> None:
+        await asyncio.to_thread(self.redis.kill)
+
+    async def start_redis(self) -> None:
+        await asyncio.to_thread(self.redis.start)
+
+    async def set_fault(self, printer_id: str, fault: str) -> None:
+        await self.post(self.emulator_url(printer_id) + "/fault", {"fault": fault})
+
+    async def set_speed(self, printer_id: str, ms_per_badge: int) -> None:
+        await self.post(self.emulator_url(printer_id) + "/speed", {"ms_per_badge": ms_per_badge})
+
+    async def stop(self) -> None:
+        """Everything the venue started goes, whatever state the run left it in."""
+        agents = [p for n, p in self.processes.items() if n.startswith("agent")]
+        await asyncio.gather(*(asyncio.to_thread(p.stop, 5.0) for p in agents))
+        for name, process in self.processes.items():
+            if name.startswith("coordinator"):
+                process.kill()
+        others = [p for n, p in self.processes.items() if n.startswith("emulator")]
+        await asyncio.gather(*(asyncio.to_thread(p.stop, 5.0) for p in others))
+        for proxy in self.proxies.values():
+            await proxy.stop()
+        await asyncio.to_thread(self.redis.stop)
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # ------------------------------------------------------------ HTTP
+
+    async def ok(self, url: str) -> bool:
+        with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+            async with self.session.get(url, timeout=aiohttp.ClientTimeout(total=3)) as answer:
+                return answer.status == 200
+        return False
+
+    async def post(self, url: str, body: Any) -> Any:
+        async with self.session.post(url, json=body) as answer:
+            answer.raise_for_status()
+            return await answer.json()
+
+    async def get(self, url: str, token: str | None = None) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        async with self.session.get(url, headers=headers) as answer:
+            answer.raise_for_status()
+            return await answer.json()
+
+    async def api(self, path: str) -> Any:
+        """GET from the first replica that answers (operator token)."""
+        problem: Exception | None = None
+        for replica in self.replicas:
+            try:
+                return await self.get(replica.url + path, self.operator_token)
+            except (aiohttp.ClientError, TimeoutError) as error:
+                problem = error
+        raise VenueError(f"no replica answered {path}: {problem}")
+
+    async def post_api(self, path: str, body: Any) -> Any:
+        """POST to the first replica that answers (operator token)."""
+        headers = {"Authorization": f"Bearer {self.operator_token}"}
+        problem: Exception | None = None
+        for replica in self.replicas:
+            try:
+                async with self.session.post(replica.url + path, json=body,
+                                             headers=headers) as answer:  # fmt: skip
+                    answer.raise_for_status()
+                    return await answer.json()
+            except (aiohttp.ClientError, TimeoutError) as error:
+                problem = error
+        raise VenueError(f"no replica answered POST {path}: {problem}")
+
+    async def printer_states(self) -> dict[str, str]:
+        answer = await self.api("/v1/printers")
+        return {p["printer_id"]: p["state"] for p in answer["printers"]}
+
+    async def all_printers_healthy(self) -> bool:
+        try:
+            states = await self.printer_states()
+        except VenueError:
+            return False
+        return all(states.get(p) == "healthy" for p in self.printer_ids)
+
+    async def printed_rows(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for printer_id in self.printer_ids:
+            for row in await self.get(self.emulator_url(printer_id) + "/printed"):
+                rows.append({**row, "printer_id": printer_id})
+        return rows
+
+    async def wait_for(self, condition: Any, what: str, timeout_s: float = START_TIMEOUT_S,
+                       interval_s: float = 0.2) -> None:  # fmt: skip
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not await condition():
+            if asyncio.get_running_loop().time() > deadline:
+                raise VenueError(f"timed out after {timeout_s} s waiting for {what}")
+            await asyncio.sleep(interval_s)
