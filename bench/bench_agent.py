@@ -1,29 +1,37 @@
 """Agent start-up time and idle memory, measured on real processes.
 
     .venv/bin/python bench/bench_agent.py [--runs 7] [--settle 4] [--explain]
+                                          [--no-bytecode-cache]
 
 A benchmark, not a test: it prints figures and asserts nothing. It starts the
 coordinator (with its embedded Redis) and one printer emulator through
-`LocalVenue`, then starts `badgeline agent --config …` `--runs` times, one
-after the other, each time as a new process on the same journal (the first
-run creates it).
+`LocalVenue`, then starts `badgeline agent --config …` one process after the
+other on the same journal: one start not counted, then `--runs` measured.
 
 - Start-up time: from just before the agent process is spawned to the first
-  heartbeat the coordinator records for the printer. The heartbeat's time is
-  read back from `GET /v1/printers` (`last_heartbeat_age_s`, subtracted from
-  the time of the answer); coordinator and agent share this machine's clock.
-  Polling every 10 ms adds up to ~10 ms.
-- Idle RSS: `VmRSS` from /proc/<pid>/status once the agent has started and
-  sent heartbeats for `--settle` seconds, for the agent process and, apart,
-  for its children (the badge render worker, a spawned Python process that
-  imports PDFium and Pillow, see badgeline/agent/badge/sandbox.py).
+  heartbeat the coordinator records from it (each start gets its own
+  agent_id). The heartbeat's time is read back from `GET /v1/printers`
+  (`last_heartbeat_age_s`, subtracted from the time of the answer);
+  coordinator and agent share this machine's clock. Polling every 10 ms adds
+  up to ~10 ms. Beside it, the CPU seconds the agent and its children had
+  used by then (/proc/<pid>/stat), which a busy machine inflates far less.
+- Idle RSS: `VmRSS` (and `RssAnon`, the private part) from /proc/<pid>/status
+  once the agent has sent heartbeats for `--settle` seconds, for the agent
+  process and, apart, for its children (multiprocessing's resource tracker and
+  the badge render worker, a spawned process that imports PDFium and Pillow,
+  see badgeline/agent/badge/sandbox.py).
+- Bytecode: with PYTHONDONTWRITEBYTECODE=1 inherited, every start would compile
+  badgeline from source, which an installed wheel never does; so the processes
+  cache bytecode under a PYTHONPYCACHEPREFIX in the temporary directory
+  (`--no-bytecode-cache` keeps the inherited setting).
 
 Targets (issue 3): start-up ≤ 1.5 s, idle RSS ≤ 45 MB. Both are measured with
 the agent's defaults and again with `render_in_sandbox = false` (no worker
 process), to show what the worker costs.
 
 `--explain` adds where the time and memory go: `python -X importtime` of the
-agent's modules (cumulative, top entries) and `tracemalloc` of their import.
+agent's modules, and VmRSS, RssAnon and the Python heap (tracemalloc) after
+each layer of imports the agent needs, in order.
 """
 
 from __future__ import annotations
@@ -114,24 +122,31 @@ def children_of(pid: int) -> list[int]:
 # ------------------------------------------------------------ the coordinator's view
 
 
-def heartbeat_at(venue: LocalVenue) -> float | None:
-    """Wall-clock time of the printer's latest heartbeat as the coordinator recorded it."""
+def heartbeat_at(venue: LocalVenue, agent_id: str) -> float | None:
+    """Wall-clock time of the printer's latest heartbeat if `agent_id` sent it."""
     printers = venue.api("GET", "/v1/printers")["printers"]
     answered_at = time.time()
     for printer in printers:
-        if printer["printer_id"] == PRINTER and printer["last_heartbeat_age_s"] is not None:
+        if printer["printer_id"] == PRINTER and printer["agent_id"] == agent_id:
             return answered_at - float(printer["last_heartbeat_age_s"])
     return None
 
 
 def measure_once(venue: LocalVenue, settle_s: float) -> Run:
-    spawned_at = time.time()
-    agent: ManagedProcess = venue.start_agent(PRINTER)
+    # A new agent_id per run, so that a late heartbeat of the previous agent
+    # process is never taken for the first one of this process.
+    agent_id = f"bench-{os.getpid()}-{time.monotonic_ns()}"
+    os.environ["BADGELINE_AGENT_AGENT_ID"] = agent_id
+    try:
+        spawned_at = time.time()
+        agent: ManagedProcess = venue.start_agent(PRINTER)
+    finally:
+        del os.environ["BADGELINE_AGENT_AGENT_ID"]
     assert agent.process is not None
     pid = agent.process.pid
     try:
         deadline = time.monotonic() + 60
-        while (beat := heartbeat_at(venue)) is None or beat <= spawned_at:
+        while (beat := heartbeat_at(venue, agent_id)) is None:
             if time.monotonic() > deadline or not agent.running:
                 raise RuntimeError(f"no heartbeat; see {agent.log_path}")
             time.sleep(POLL_S)
@@ -145,8 +160,10 @@ def measure_once(venue: LocalVenue, settle_s: float) -> Run:
 
 
 def measure(venue: LocalVenue, runs: int, settle_s: float, sandbox: bool) -> list[Run]:
+    """`runs` measured starts after one that is not counted (it fills the bytecode cache)."""
     os.environ["BADGELINE_AGENT_RENDER_IN_SANDBOX"] = "true" if sandbox else "false"
     try:
+        measure_once(venue, 0.0)
         return [measure_once(venue, settle_s) for _ in range(runs)]
     finally:
         del os.environ["BADGELINE_AGENT_RENDER_IN_SANDBOX"]
@@ -272,37 +289,56 @@ def interpreter_baseline_mb() -> float:
     return value
 
 
+def bytecode_cache(root: Path, enabled: bool) -> str:
+    """Let the processes cache compiled modules, as an installed wheel has them.
+
+    A checkout run with PYTHONDONTWRITEBYTECODE=1 (as some CI and sandboxes
+    set) has no .pyc for badgeline, so every agent start compiles its sources.
+    The cache goes to a prefix directory, never into the source tree.
+    """
+    if not enabled:
+        inherited = os.environ.get("PYTHONDONTWRITEBYTECODE")
+        return f"as inherited (PYTHONDONTWRITEBYTECODE={inherited!r})"
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    return "cached under PYTHONPYCACHEPREFIX (filled by a first start that is not counted)"
+
+
+def run_all(root: Path, runs: int, settle_s: float) -> None:
+    # No mDNS: another coordinator on this host advertising the same venue name
+    # would make ours exit at start-up (NameConflict).
+    venue = LocalVenue(root, printer_ids=(PRINTER,), extra_coordinator_config={"mdns": False})
+    (venue.root / "logs").mkdir(parents=True, exist_ok=True)
+    try:
+        venue.start_coordinator()
+        venue.start_emulator(PRINTER)
+        report("defaults (render_in_sandbox = true)",
+               measure(venue, runs, settle_s, sandbox=True))  # fmt: skip
+        report("render_in_sandbox = false (comparison: no render worker)",
+               measure(venue, runs, settle_s, sandbox=False))  # fmt: skip
+    finally:
+        venue.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="agent starts per configuration")
     parser.add_argument("--settle", type=float, default=4.0,
                         help="seconds of heartbeats before RSS is read")  # fmt: skip
     parser.add_argument("--explain", action="store_true", help="import time and memory by module")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="keep an inherited PYTHONDONTWRITEBYTECODE")  # fmt: skip
     args = parser.parse_args()
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="bench-agent-") as root:
-        # No mDNS: another coordinator on this host advertising the same venue name
-        # would make ours exit at start-up (NameConflict).
-        venue = LocalVenue(
-            Path(root), printer_ids=(PRINTER,), extra_coordinator_config={"mdns": False}
-        )
-        (venue.root / "logs").mkdir(parents=True, exist_ok=True)
-        try:
-            venue.start_coordinator()
-            venue.start_emulator(PRINTER)
-            report("defaults (render_in_sandbox = true)",
-                   measure(venue, args.runs, args.settle, sandbox=True))  # fmt: skip
-            report("render_in_sandbox = false (comparison: no render worker)",
-                   measure(venue, args.runs, args.settle, sandbox=False))  # fmt: skip
-        finally:
-            venue.stop()
-    print(
-        f"\nbare interpreter RSS (python -c 'sys.stdin.read()'): {interpreter_baseline_mb():.1f} MB"
-    )
-    if args.explain:
-        explain_imports()
-        explain_memory()
+        print(f"bytecode: {bytecode_cache(Path(root), enabled=not args.no_bytecode_cache)}")
+        run_all(Path(root), args.runs, args.settle)
+        baseline = interpreter_baseline_mb()
+        print(f"\nbare interpreter RSS (python -c 'sys.stdin.read()'): {baseline:.1f} MB")
+        if args.explain:
+            explain_imports()
+            explain_memory()
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 
