@@ -1,6 +1,6 @@
 """Scan to print on an idle fleet: from a kiosk's submit to the badge at the printer.
 
-    .venv/bin/python bench/bench_scan_to_print.py [--jobs 200] [--warmup 5]
+    .venv/bin/python bench/bench_scan_to_print.py [--jobs 200] [--warmup 5] [--agent-debug-log]
 
 A benchmark, not a test: it prints figures and asserts nothing. A whole venue
 runs as real processes (`LocalVenue`: coordinator with embedded Redis, three
@@ -125,6 +125,7 @@ STAGES = (
     ("coordinator", "job_enqueued"),
     ("coordinator", "job_leased"),
     ("agent", "lease_journaled"),
+    ("agent", "badge_prepared"),  # logged at DEBUG only: --agent-debug-log
     ("coordinator", "start_granted"),
     ("agent", "badge_printed"),
     ("agent", "ack_confirmed"),
@@ -196,7 +197,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=200, help="measured jobs")
     parser.add_argument("--warmup", type=int, default=5, help="jobs run first, not measured")
+    parser.add_argument("--agent-debug-log", action="store_true",
+                        help="agents log at DEBUG, adding badge_prepared (fetched and rendered)"
+                        " to the breakdown, at the cost of more logging")  # fmt: skip
     args = parser.parse_args()
+    if args.agent_debug_log:
+        os.environ["BADGELINE_AGENT_LOG_LEVEL"] = "DEBUG"
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as root:
