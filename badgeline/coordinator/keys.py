@@ -63,6 +63,12 @@ class VenueKeys:
         return self.prefix + "inflight_checks"
 
     @property
+    def heartbeat_watch(self) -> str:
+        """Hash: when a monitor last checked heartbeats and when watching resumed after a
+        gap with no coordinator up (scripts: prefix .. 'heartbeat_watch')."""
+        return self.prefix + "heartbeat_watch"
+
+    @property
     def failovers(self) -> str:
         """List of failover decision ids, newest first."""
         return self.prefix + "failovers"

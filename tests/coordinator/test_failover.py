@@ -224,3 +224,29 @@ async def _resolved(client: TestClient[Any, Any]) -> list[dict[str, Any]] | None
 async def _job_if(client: TestClient[Any, Any], job_id: str, state: str) -> dict[str, Any] | None:
     found = await job(client, job_id)
     return found if found["state"] == state else None
+
+
+async def test_coordinators_own_downtime_is_not_missed_heartbeats(
+    fleet: TestClient[Any, Any], redis: Redis, settings: CoordinatorSettings
+) -> None:
+    # GIVEN a healthy printer whose last heartbeat is long ago because every
+    # coordinator was down (simulated: the monitor's and the beat's clocks moved back)
+    await beat(fleet, "printer-a")
+    from badgeline.coordinator.keys import VenueKeys
+
+    keys = VenueKeys(settings.venue)
+    seconds, _ = await redis.time()
+    long_ago = (int(seconds) - 3600) * 1000
+    await redis.hset(keys.heartbeat_watch, mapping={"last_check_ms": long_ago, "resumed_ms": 0})
+    await redis.hset(keys.printer("printer-a"), "last_heartbeat_ms", long_ago)
+    # WHEN the monitor looks (it runs every 50 ms here), and a fresh beat arrives
+    await wait_for(lambda: _watch_resumed(redis, keys.heartbeat_watch, long_ago))
+    # THEN the printer was not declared dead for beats nobody could have received
+    printers = await (await fleet.get("/v1/printers", headers=OPS)).json()
+    assert printers["printers"][0]["state"] == "healthy"
+    assert await _decisions(fleet) == []
+
+
+async def _watch_resumed(redis: Redis, key: str, long_ago: int) -> bool:
+    resumed = await redis.hget(key, "resumed_ms")
+    return resumed is not None and int(resumed) > long_ago

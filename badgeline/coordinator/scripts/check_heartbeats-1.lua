@@ -10,11 +10,22 @@ local prefix, interval, threshold = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]
 local slack = interval / 4
 local now = now_ms()
 local changed = {}
+-- Heartbeats can only be missed while some coordinator was up to receive them.
+-- If no monitor has run for a while (every coordinator was down), start
+-- counting afresh from now instead of declaring the whole fleet dead at once.
+local watch = prefix .. 'heartbeat_watch'
+local w = redis.call('HMGET', watch, 'last_check_ms', 'resumed_ms')
+local resumed = tonumber(w[2] or '0')
+if now - tonumber(w[1] or '0') > 2 * interval then
+  resumed = now
+end
+redis.call('HSET', watch, 'last_check_ms', now, 'resumed_ms', resumed)
 for _, printer_id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local key = printer_key(prefix, printer_id)
   local f = redis.call('HMGET', key, 'state', 'last_heartbeat_ms', 'consecutive_failures')
   if f[2] and f[1] ~= 'dead' then
-    local missed = math.floor((now - tonumber(f[2]) - slack) / interval)
+    local since = math.max(tonumber(f[2]), resumed)
+    local missed = math.floor((now - since - slack) / interval)
     if missed >= 1 then
       local failures = tonumber(f[3] or '0') + missed
       local new_state = 'degraded'
