@@ -31,17 +31,17 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import SettingsConfigDict
 
 from badgeline.agent.badge.pdfcheck import BadgeLimits
 from badgeline.agent.printers.connection import PrinterConnection
 from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
+from badgeline.settings_file import (  # noqa: F401  (ConfigError is part of this API)
+    ConfigError,
+    TomlThenEnvironment,
+    load_settings,
+)
 
 DEFAULT_WIDTH_DOTS = 576  # 80 mm paper at 203 dpi; 58 mm printers have 384
 JOURNAL_FILE_NAME = "journal.sqlite3"
@@ -54,11 +54,7 @@ def _hostname() -> str:
     return (socket.gethostname() or "badgeline-agent")[:MAX_AGENT_ID]
 
 
-class ConfigError(Exception):
-    """The configuration cannot be used; the message names every bad key."""
-
-
-class AgentSettings(BaseSettings):
+class AgentSettings(TomlThenEnvironment):
     """Everything an agent needs to know; every option is documented by its description."""
 
     model_config = SettingsConfigDict(
@@ -265,21 +261,6 @@ class AgentSettings(BaseSettings):
         """What the mDNS advert says the printer is: its python-escpos profile, if named."""
         return self.escpos_profile or "unknown"
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = settings_cls.model_config.get("toml_file")
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if toml_path:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
-        return tuple(sources)
-
 
 def profile_width(profile_name: str) -> int:
     """The paper width in dots that python-escpos's capability database gives a profile."""
@@ -302,24 +283,6 @@ def profile_width(profile_name: str) -> int:
     return pixels
 
 
-def describe_validation_error(error: ValidationError, source: str) -> str:
-    lines = [f"invalid agent configuration in {source}:"]
-    for problem in error.errors():
-        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
-        lines.append(f"  {key}: {problem['msg']}")
-    return "\n".join(lines)
-
-
 def load_agent_settings(path: Path | None = None, **overrides: Any) -> AgentSettings:
     """Read and validate the settings once, at start-up; ConfigError names what is wrong."""
-    if path is not None and not path.is_file():
-        raise ConfigError(f"config file {path} does not exist")
-
-    class FromFile(AgentSettings):
-        model_config = SettingsConfigDict(toml_file=path)
-
-    try:
-        loaded = FromFile(**overrides)
-    except ValidationError as error:
-        raise ConfigError(describe_validation_error(error, str(path or "environment"))) from None
-    return loaded
+    return load_settings(AgentSettings, path, "agent", **overrides)

@@ -14,18 +14,19 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     field_validator,
     model_validator,
 )
 from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
 from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
+from badgeline.settings_file import (  # noqa: F401  (ConfigError is part of this API)
+    ConfigError,
+    TomlThenEnvironment,
+    load_settings,
+)
 
 Role = Literal["kiosk", "agent", "operator"]
 
@@ -54,7 +55,7 @@ class TokenEntry(BaseModel):
         return self
 
 
-class CoordinatorSettings(BaseSettings):
+class CoordinatorSettings(TomlThenEnvironment):
     model_config = SettingsConfigDict(
         env_prefix="BADGELINE_", env_nested_delimiter="__", extra="forbid"
     )
@@ -132,44 +133,7 @@ class CoordinatorSettings(BaseSettings):
             return None
         return [self.listen_host]
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = settings_cls.model_config.get("toml_file")
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if toml_path:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
-        return tuple(sources)
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; the message names every bad key."""
-
-
-def describe_validation_error(error: ValidationError, source: str) -> str:
-    lines = [f"invalid configuration in {source}:"]
-    for problem in error.errors():
-        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
-        lines.append(f"  {key}: {problem['msg']}")
-    return "\n".join(lines)
-
 
 def load_coordinator_settings(path: Path | None = None, **overrides: Any) -> CoordinatorSettings:
     """Read and validate the settings once, at start-up."""
-    if path is not None and not path.is_file():
-        raise ConfigError(f"config file {path} does not exist")
-
-    class FromFile(CoordinatorSettings):
-        model_config = SettingsConfigDict(toml_file=path)
-
-    try:
-        loaded = FromFile(**overrides)
-    except ValidationError as error:
-        raise ConfigError(describe_validation_error(error, str(path or "environment"))) from None
-    return loaded
+    return load_settings(CoordinatorSettings, path, **overrides)
