@@ -18,12 +18,13 @@ badges (an operator pause keeps them queued), then fails:
 
 The failover time of a run is the fault's wall-clock time (taken just before the
 kill or the fault request) to the `at` of the first badge of printer-a's queue in a
-healthy emulator's `GET /printed` (the emulator's clock when the badge is cut,
-so a bound on its first byte; every process is on this machine's one clock). It
-is split at the failover decision's `decided_at` (the Redis clock) into
+healthy emulator's `GET /printed` (the emulator's clock when the badge is cut:
+its first byte arrived a little earlier; every process runs on this machine's one
+clock). It is split at the failover decision's `decided_at` (the Redis clock) into
 detection (fault -> decision) and dispatch (decision -> badge: lease wake-up,
-fetch, render, print). Between runs the printer is brought back (agent restarted
-or fault cleared, then three healthy heartbeats) and resumed.
+fetch, render, print). The fault lands at a random moment of the agents' 1 s
+heartbeat and probe cycles. Between runs the printer is brought back (agent
+restarted or fault cleared, then three healthy heartbeats) and resumed.
 
 A benchmark, not a test: it asserts nothing. Each run also reconciles the badges
 of its queue at the emulators and prints any not printed exactly once. Everything
@@ -36,6 +37,7 @@ import argparse
 import collections
 import os
 import platform
+import random
 import shlex
 import shutil
 import statistics
@@ -136,6 +138,9 @@ def measure(venue: LocalVenue, job_ids: list[str], fault: Callable[[], None],
             timeout_s: float) -> Run:  # fmt: skip
     """Cause the fault; wait until every queued badge is out; time it at the emulators."""
     decisions_before = len(decisions(venue))
+    # Land the fault at a random moment of the 1 s heartbeat and probe cycles: a run
+    # starts right after a heartbeat (the printer was just seen healthy again).
+    time.sleep(random.uniform(0, 1))
     fault_at = time.time()
     fault()
     wanted = set(job_ids)
