@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import sys
 import time
 
 from badgeline.discovery import AgentAdvertiser, AgentBrowser
@@ -112,24 +110,3 @@ async def test_an_agent_update_is_seen(mdns_peer: PeerFactory) -> None:
         await wait_for(lambda: seen_on(18501), timeout_s=10)
         agent = browser.get(printer_id)
         assert agent is not None and agent.address == "127.0.0.9"
-
-
-async def test_two_agents_claiming_one_printer_id_is_a_name_conflict(
-    mdns_peer: PeerFactory,
-) -> None:
-    # GIVEN an agent already advertising printer X from another process
-    printer_id = unique("printer-")
-    await mdns_peer("advertise-agent", "--printer-id", printer_id)
-    # WHEN a second agent process starts with the same printer id
-    # (a process of its own, as a second Pi would be: python-zeroconf leaves the
-    # sockets of a registration that failed its probe to the garbage collector)
-    second = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "badgeline.discovery", "--interface", LOOPBACK[0],
-        "advertise-agent", "--printer-id", printer_id,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    stdout, stderr = await asyncio.wait_for(second.communicate(), timeout=30)
-    # THEN probing catches it before it announces anything, and it says why
-    assert second.returncode != 0
-    assert b"ready" not in stdout
-    assert printer_id.encode() in stderr and b"already advertised" in stderr
