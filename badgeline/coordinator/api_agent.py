@@ -18,6 +18,7 @@ from badgeline.coordinator.auth import require_printer
 from badgeline.coordinator.context import Coordinator, authenticate
 from badgeline.coordinator.events import job_event, log_event
 from badgeline.coordinator.http import job_id_param, json_response, query_model, read_model
+from badgeline.coordinator.metrics import observe_printed
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id
 from badgeline.protocol.models import (
@@ -129,6 +130,7 @@ async def ack(request: web.Request) -> web.Response:
     job_id = job_id_param(request)
     body = await read_model(request, AckRequest)
     outcome = await coordinator.store.ack(printer_id, job_id, body, actor)
+    observe_printed(request.app, outcome)
     if outcome.recorded:
         level = logging.INFO if body.result == "printed" else logging.WARNING
         job_event(f"job_ack_{body.result}", level=level, job_id=job_id, printer_id=printer_id,

@@ -3,7 +3,7 @@ usage statistics.
 
 Nothing here scans the venue's keys. Live jobs come from one atomic read of
 the indexes they sit in (census-9.lua); finished jobs are counted as they
-finish (tally-8.lua, driven by `metrics.observe_requests`).
+finish, inside the script that finishes them (scripts/includes/tally.lua).
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ class VenueKeys:
         """Set of job ids granted to this printer and not yet acked."""
         return f"{self.prefix}printing:{printer_id}"
 
-    # ---- operator reports (tally-8.lua, census-9.lua, metrics.py)
+    # ---- operator reports (includes/tally.lua builds these same names; census-9.lua)
     @property
     def stats_totals(self) -> str:
         """Hash of venue-wide counts: accepted, shed, printed, canceled, reprints, …"""

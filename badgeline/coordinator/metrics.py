@@ -10,10 +10,10 @@ Two kinds of numbers, and the difference matters with several replicas:
   dead letters, failovers, heartbeat age, printer state and paper. Every
   replica reports the same value; aggregate with max(), not sum().
 
-The middleware also keeps the Redis tallies behind /v1/stats and
-/v1/reconcile (tally-8.lua). A tally is idempotent and runs before the
-response leaves, so a client that retries because it never saw the answer
-(an agent's ack outbox, a kiosk) gets its job counted exactly once.
+The Redis tallies behind /v1/stats and /v1/reconcile are not kept here: the
+accept, ack, cancel and redrive scripts count the job in the same atomic step
+(scripts/includes/tally.lua), which costs no extra round trip and cannot be
+skipped by a request that dies halfway.
 """
 
 from __future__ import annotations
@@ -35,12 +35,9 @@ from badgeline.coordinator.api_reports import Census, record_paper_level, take_c
 from badgeline.coordinator.context import COORDINATOR, Coordinator, authenticate
 from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import Handler
-from badgeline.coordinator.store import JobStore
+from badgeline.coordinator.store import AckOutcome
 from badgeline.protocol.states import JobState
 
-# Distinct failure texts kept per venue; agents' error strings vary, and an
-# unbounded hash would grow with every new message.
-MAX_FAILURE_REASONS = 100
 # Scan (acceptance) to print: the floor's budget is about a second; a badge
 # that took minutes went through a failover or a retry.
 SCAN_TO_PRINT_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900)
@@ -49,26 +46,6 @@ ACCEPT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-# --------------------------------------------------------------------------- tally
-
-
-@dataclass(frozen=True)
-class Tally:
-    newly_printed: bool
-    created_ms: int
-    printed_ms: int
-
-
-async def tally_job(store: JobStore, job_id: str) -> Tally:
-    k = store.keys
-    reply = await store.scripts["tally"](
-        [k.job(job_id), k.stats_totals, k.stats_by_printer, k.stats_by_hour, k.stats_by_source,
-         k.failure_reasons, k.possible_duplicates, k.held],
-        [MAX_FAILURE_REASONS],
-    )  # fmt: skip
-    return Tally(int(reply[0]) == 1, int(reply[1]), int(reply[2]))
 
 
 # --------------------------------------------------------------------------- registry
@@ -230,42 +207,19 @@ def _accept_outcome(response: web.Response, body: Any) -> str:
 async def _observe_accept(
     request: web.Request, response: web.Response, metrics: Metrics, elapsed_s: float
 ) -> None:
-    body = _body(response)
-    outcome = _accept_outcome(response, body)
+    outcome = _accept_outcome(response, _body(response) if response.status >= 400 else None)
     metrics.accept_latency.labels(outcome).observe(elapsed_s)
     if outcome == "duplicate":
         metrics.dedupe_hits.inc()
     elif outcome == "shed":
         metrics.sheds.inc()
-    if outcome != "refused" and isinstance(body, dict) and "job_id" in body:
-        await tally_job(request.app[COORDINATOR].store, body["job_id"])
 
 
-async def _observe_ack(
-    request: web.Request, response: web.Response, metrics: Metrics, _elapsed_s: float
-) -> None:
-    if response.status != 200:
-        return
-    tally = await tally_job(request.app[COORDINATOR].store, request.match_info["job_id"])
-    if tally.newly_printed:
-        metrics.scan_to_print.observe(max(0, tally.printed_ms - tally.created_ms) / 1000)
-
-
-async def _observe_job(
-    request: web.Request, response: web.Response, metrics: Metrics, _elapsed_s: float
-) -> None:
-    if response.status == 200:
-        await tally_job(request.app[COORDINATOR].store, request.match_info["job_id"])
-
-
-async def _observe_redrive(
-    request: web.Request, response: web.Response, metrics: Metrics, _elapsed_s: float
-) -> None:
-    body = _body(response)
-    if response.status != 200 or not isinstance(body, dict):
-        return
-    for result in body.get("results", []):
-        await tally_job(request.app[COORDINATOR].store, result["job_id"])
+def observe_printed(app: web.Application, outcome: AckOutcome) -> None:
+    """Called by the ack handler: the ack script says whether this was the first print."""
+    metrics = app.get(METRICS)
+    if metrics is not None and outcome.scan_to_print_s is not None:
+        metrics.scan_to_print.observe(outcome.scan_to_print_s)
 
 
 async def _observe_heartbeat(
@@ -281,9 +235,6 @@ async def _observe_heartbeat(
 
 OBSERVERS: dict[str, Observer] = {
     "/v1/jobs": _observe_accept,
-    "/v1/agents/{printer_id}/jobs/{job_id}/ack": _observe_ack,
-    "/v1/jobs/{job_id}/cancel": _observe_job,
-    "/v1/dead-letters/redrive": _observe_redrive,
     "/v1/agents/{printer_id}/heartbeat": _observe_heartbeat,
 }
 

@@ -17,7 +17,6 @@ from badgeline.coordinator.api_kiosk import SHED_RETRY_AFTER_S, spill_peers
 from badgeline.coordinator.context import Coordinator, authenticate
 from badgeline.coordinator.events import job_event
 from badgeline.coordinator.http import correlation_id, job_id_param, json_response, read_model
-from badgeline.coordinator.metrics import tally_job
 from badgeline.coordinator.store import AcceptOutcome
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import PRINTER_TARGET_PATTERN
@@ -107,7 +106,6 @@ async def reprint(request: web.Request) -> web.Response:
     if not outcome.duplicate:
         await _note_request(coordinator, outcome.job_id, requested_at, identity.actor,
                             body.reason, original_id)  # fmt: skip
-        await tally_job(store, outcome.job_id)
     job_event("job_reprinted", level=logging.WARNING if outcome.shed else logging.INFO,
               job_id=outcome.job_id, printer_id=outcome.printer_id,
               idempotency_key=job.idempotency_key, correlation_id=cid, reprint_of=original_id,

@@ -1,7 +1,8 @@
 """Loads the Lua scripts (one file per atomic operation) once per process.
 
 A file is named `<operation>-<number of KEYS>.lua` (the BullMQ convention) and
-may use the helpers in `includes/common.lua`, which is prepended here. redis-py's
+may use the helpers in `includes/` (`common.lua` first, then the others by
+name), which are prepended here. redis-py's
 `Script` calls EVALSHA and reloads the script on NOSCRIPT (after a Redis restart
 or failover), so callers never see a missing script.
 """
@@ -34,8 +35,16 @@ def _read(name: str) -> str:
     return resources.files(_SCRIPTS_PACKAGE).joinpath(name).read_text(encoding="utf-8")
 
 
+def _includes() -> str:
+    folder = resources.files(_SCRIPTS_PACKAGE).joinpath("includes")
+    names = sorted(e.name for e in folder.iterdir() if e.name.endswith(".lua"))
+    # Later includes call common.lua's helpers: Lua needs a local defined before use.
+    names.sort(key=lambda name: name != "common.lua")
+    return "\n".join(_read("includes/" + name) for name in names)
+
+
 def load_scripts(redis: Redis) -> dict[str, LoadedScript]:
-    common = _read("includes/common.lua")
+    common = _includes()
     loaded: dict[str, LoadedScript] = {}
     for entry in resources.files(_SCRIPTS_PACKAGE).iterdir():
         if not entry.name.endswith(".lua"):

@@ -71,6 +71,8 @@ class AckOutcome:
     recorded: bool
     trace: JobTrace
     stray: bool = False
+    # Acceptance to print, when this ack is the job's first printed report.
+    scan_to_print_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -232,11 +234,15 @@ class JobStore:
         )  # fmt: skip
         if int(reply[0]) == -2:
             raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
+        scan_to_print_s = None
+        if len(reply) > 4 and int(reply[4]) == 1:  # newly printed, counted by the script's tally
+            scan_to_print_s = max(0, int(reply[6]) - int(reply[5])) / 1000
         return AckOutcome(
             state=JobState(_text(reply[1])),
             recorded=int(reply[0]) == 1,
             trace=JobTrace(_text(reply[2]), _text(reply[3])),
             stray=int(reply[0]) == 3,
+            scan_to_print_s=scan_to_print_s,
         )
 
     async def heartbeat(self, printer_id: str, beat: HeartbeatRequest) -> HeartbeatOutcome:

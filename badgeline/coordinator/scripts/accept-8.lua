@@ -14,6 +14,7 @@
 --   code 1 accepted (state queued, or parked when its printer is dead and no
 --   peer can take it), 2 duplicate (same payload), 3 shed (backpressure),
 --   -1 idempotency conflict (same key, other payload).
+-- The job is counted into the reports (includes/tally.lua) in the same step.
 local prefix, job_id, payload_hash = ARGV[1], ARGV[2], ARGV[3]
 local printer_id = ARGV[10]
 
@@ -25,6 +26,8 @@ if claimed then
   if existing_hash ~= payload_hash then
     return {-1, existing_id, '', '', -1}
   end
+  -- A no-op unless the first request's reply was lost before it was counted.
+  tally(prefix, existing_id)
   local existing = redis.call('HMGET', job_key(prefix, existing_id), 'state', 'printer_id')
   local rank = redis.call('ZRANK', queue_key(prefix, existing[2] or ''), existing_id)
   return {2, existing_id, existing[1] or '', existing[2] or '', rank or -1}
@@ -65,6 +68,7 @@ if depth >= high_water then
   redis.call('ZADD', KEYS[7], now, job_id)
   transition(prefix, job_id, false, 'dead_lettered', ARGV[13],
     'backpressure: queue ' .. printer_id .. ' at ' .. depth, now)
+  tally(prefix, job_id)
   return {3, job_id, 'dead_lettered', printer_id, depth}
 end
 
@@ -72,8 +76,10 @@ redis.call('SET', KEYS[1], job_id .. '|' .. payload_hash, 'EX', tonumber(ARGV[4]
 if target_dead then
   transition(prefix, job_id, false, 'queued', ARGV[13], 'accepted', now)
   park_job(prefix, job_id, 'queued', ARGV[13], 'printer ' .. printer_id .. ' is dead and no peer can take it', now)
+  tally(prefix, job_id)
   return {1, job_id, 'parked', printer_id, -1}
 end
 transition(prefix, job_id, false, 'queued', ARGV[13], reason, now)
 enqueue(prefix, job_id, printer_id, score, ARGV[15])
+tally(prefix, job_id)
 return {1, job_id, 'queued', printer_id, redis.call('ZRANK', queue_key(prefix, printer_id), job_id)}

@@ -6,7 +6,8 @@
 -- ARGV[5] error text  ARGV[6] max attempts  ARGV[7] actor  ARGV[8] wake channel
 -- ARGV[9] uncertain policy: reprint | hold
 -- ARGV[10] retry backoff unit ms  ARGV[11] retry backoff cap ms  ARGV[12] jitter factor
--- Returns {code, state, idempotency_key, correlation_id}:
+-- Returns {code, state, idempotency_key, correlation_id, newly_printed, created_ms, printed_ms}
+-- (the last three from includes/tally.lua, which counts the job into the reports):
 --   code 1 recorded, 0 already recorded, 3 stray (a printed ack from a lease that
 --   was never granted this job: it cannot have printed it), -2 no such job.
 local prefix, printer_id, lease_id, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -18,6 +19,11 @@ if not state then
 end
 local job_id = f[5]
 local now = now_ms()
+
+local function answer(code, new_state)
+  local counted = tally(prefix, job_id)
+  return {code, new_state, f[6], f[7], counted[1], counted[2], counted[3]}
+end
 
 local function leave_current_place()
   if state == 'queued' then
@@ -45,7 +51,7 @@ if result == 'printed' then
   -- A print is a physical fact: record it even on a revoked lease, which is how
   -- reconciliation learns about a badge that came out twice.
   if redis.call('SADD', KEYS[2], lease_id) == 0 then
-    return {0, state, f[6], f[7]}
+    return answer(0, state)
   end
   if redis.call('SCARD', KEYS[2]) > 1 then
     redis.call('SADD', KEYS[4], job_id)
@@ -62,13 +68,13 @@ if result == 'printed' then
     leave_current_place()
     transition(prefix, job_id, state, 'printed', ARGV[7], how, now)
   end
-  return {1, 'printed', f[6], f[7]}
+  return answer(1, 'printed')
 end
 
 -- failed and uncertain only act on the lease that currently holds the job.
 if lease_id ~= current_lease or printer_id ~= current_printer
     or (state ~= 'printing' and state ~= 'leased') then
-  return {0, state, f[6], f[7]}
+  return answer(0, state)
 end
 leave_current_place()
 
@@ -77,7 +83,7 @@ if result == 'uncertain' then
     transition(prefix, job_id, state, 'held', ARGV[7],
       'agent cannot tell whether it printed (' .. ARGV[5] .. '); held for an operator', now)
     redis.call('ZADD', prefix .. 'held', now, job_id)
-    return {1, 'held', f[6], f[7]}
+    return answer(1, 'held')
   end
   redis.call('HSET', KEYS[1], 'possible_duplicate', 1, 'lease_id', '')
   transition(prefix, job_id, state, 'queued', ARGV[7],
@@ -86,10 +92,10 @@ if result == 'uncertain' then
     -- Its printer died, and its failover may already have run: a job queued
     -- there would wait for it to recover. Parked, it goes to the first healthy one.
     park_job(prefix, job_id, 'queued', ARGV[7], 'printer ' .. current_printer .. ' is dead', now)
-    return {1, 'parked', f[6], f[7]}
+    return answer(1, 'parked')
   end
   enqueue(prefix, job_id, current_printer, tonumber(f[4]), ARGV[8])
-  return {1, 'queued', f[6], f[7]}
+  return answer(1, 'queued')
 end
 
 local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
@@ -99,7 +105,7 @@ if attempts >= tonumber(ARGV[6]) then
   redis.call('ZADD', KEYS[5], now, job_id)
   transition(prefix, job_id, state, 'failed', ARGV[7],
     'print failed ' .. attempts .. ' times, last: ' .. ARGV[5], now)
-  return {1, 'failed', f[6], f[7]}
+  return answer(1, 'failed')
 end
 -- Back off min(2^n units, cap), with jitter so that a printer's failed
 -- batch does not come back as one burst.
@@ -108,4 +114,4 @@ delay = math.floor(delay * tonumber(ARGV[12]))
 redis.call('ZADD', prefix .. 'retry', now + delay, job_id)
 transition(prefix, job_id, state, 'retrying', ARGV[7],
   'print failed (attempt ' .. attempts .. '): ' .. ARGV[5] .. '; retry in ' .. delay .. ' ms', now)
-return {1, 'retrying', f[6], f[7]}
+return answer(1, 'retrying')

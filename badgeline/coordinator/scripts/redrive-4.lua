@@ -2,6 +2,7 @@
 --
 -- KEYS[1] job hash  KEYS[2] idempotency key  KEYS[3] dead-letter zset  KEYS[4] acceptance seq
 -- ARGV[1] prefix  ARGV[2] dedupe ttl s  ARGV[3] high water  ARGV[4] actor  ARGV[5] wake channel
+-- Counts the job into the reports (includes/tally.lua) in the same step.
 -- Returns {code, detail}: 1 queued, 2 suppressed (key taken by detail job id),
 --   3 still over the high-water mark, -1 not dead-lettered (detail = state), -2 no such job.
 local prefix = ARGV[1]
@@ -20,6 +21,7 @@ if claimed and string.sub(claimed, 1, #job_id + 1) ~= job_id .. '|' then
   redis.call('ZREM', KEYS[3], job_id)
   transition(prefix, job_id, state, 'canceled', ARGV[4],
     'redrive suppressed: key already accepted as ' .. other, now)
+  tally(prefix, job_id)
   return {2, other}
 end
 local high_water = tonumber(ARGV[3])
@@ -44,4 +46,5 @@ redis.call('SET', KEYS[2], job_id .. '|' .. f[4], 'EX', tonumber(ARGV[2]))
 redis.call('ZREM', KEYS[3], job_id)
 transition(prefix, job_id, state, 'queued', ARGV[4], 'redriven from the dead-letter list', now)
 enqueue(prefix, job_id, printer_id, score, ARGV[5])
+tally(prefix, job_id)
 return {1, 'queued'}
