@@ -2,10 +2,12 @@
 
 ``connection`` holds the typed config, ``link`` the small blocking surface
 (``open / write / read_status / close``) with one implementation per kind of
-cable over python-escpos, ``async_link`` the asyncio facade, and ``status``
-the DLE EOT probe and its mapping to a ``PrinterHealthReport``.
+cable, ``async_link`` the asyncio facade, and ``status`` the DLE EOT probe and
+its mapping to a ``PrinterHealthReport``.
 
-python-escpos is imported on first use, not when this package is imported.
+Network, emulator and device links write ESC/POS bytes to their socket or file
+themselves; only the USB link goes through python-escpos (and pyusb), which it
+imports on first use, so an agent on any other cable never imports them.
 """
 
 from badgeline.agent.printers.async_link import AsyncPrinterLink

@@ -1,8 +1,9 @@
 """Import python-escpos once per process, on first use, without its side effects.
 
 Why lazily: importing ``escpos.printer`` parses a large capabilities file
-(about 0.4 s on a laptop, seconds on a Pi) and the agent should answer its
-first heartbeat before it ever touches a printer.
+(about 0.5 s and 10 MB here, seconds on a Pi). Only the USB link and an
+``escpos_profile`` in the agent's config need it; network, emulator and
+device links write their bytes themselves and never import it.
 
 Why carefully: ``escpos.capabilities`` runs, at import time,
 ``environ.get("ESCPOS_CAPABILITIES_PICKLE_DIR", mkdtemp())``, so every import

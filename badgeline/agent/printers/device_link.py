@@ -1,8 +1,10 @@
-"""DeviceLink: a printer behind a device node such as /dev/usb/lp0, via escpos File.
+"""DeviceLink: a printer behind a device node such as /dev/usb/lp0.
 
-We hand escpos's ``File`` printer our own file object instead of calling
-``File.open()``, which opens the path write-only and blocking. Both matter at
-a registration desk:
+ESC/POS to a device node is bytes written to a file, so this link writes them
+itself rather than through python-escpos's ``File`` printer (whose import alone
+costs the agent about half a second and 10 MB, see ``_escpos``). escpos's
+``File.open()`` would also open the path write-only and blocking; both matter
+at a registration desk:
 
 - usblp allows one open of /dev/usb/lp0 at a time (EBUSY otherwise), so
   status replies must come back on the same descriptor: we open it
@@ -25,9 +27,7 @@ import select
 import stat
 import termios
 import tty
-from typing import Any
 
-from badgeline.agent.printers._escpos import escpos_api
 from badgeline.agent.printers.connection import DeviceConnection
 from badgeline.agent.printers.errors import (
     PrinterAccessError,
@@ -54,8 +54,8 @@ def _wait_for(fd: int, events: int, timeout_s: float) -> bool:
 
 
 class DeviceFile:
-    """The file object escpos's File printer writes to: a non-blocking descriptor
-    whose writes wait at most ``timeout_s`` for the device to accept more bytes."""
+    """A non-blocking descriptor whose writes wait at most ``timeout_s`` for the
+    device to accept more bytes."""
 
     def __init__(self, fd: int, timeout_s: float) -> None:
         self._fd = fd
@@ -75,9 +75,6 @@ class DeviceFile:
                 continue
             view = view[written:]
         return len(data)
-
-    def flush(self) -> None:
-        """Nothing is buffered here: write returns once the kernel has every byte."""
 
     def close(self) -> None:
         os.close(self._fd)
@@ -102,7 +99,6 @@ class DeviceLink(PrinterLink):
     def __init__(self, connection: DeviceConnection) -> None:
         super().__init__(f"device printer {connection.path}")
         self.connection = connection
-        self._printer: Any = None
         self._file: DeviceFile | None = None
         self._readable = False
 
@@ -121,7 +117,6 @@ class DeviceLink(PrinterLink):
                 # A tty's line discipline would turn 0x0A into 0x0D 0x0A inside raster
                 # data and echo bytes back as fake status replies: make it a clean pipe.
                 tty.setraw(fd)
-            printer = escpos_api().printer.File(devfile=self.connection.path)
         except BaseException as error:
             os.close(fd)
             if isinstance(error, termios.error):
@@ -130,11 +125,10 @@ class DeviceLink(PrinterLink):
                 ) from error
             raise
         self._file = DeviceFile(fd, self.connection.timeout_s)
-        printer.device = self._file
-        self._printer = printer
 
     def _write(self, data: bytes) -> None:
-        self._printer._raw(data)
+        assert self._file is not None
+        self._file.write(data)
 
     def _drain(self) -> None:
         for _ in range(MAX_DRAIN_READS):
@@ -181,7 +175,6 @@ class DeviceLink(PrinterLink):
         return PrinterLinkError(f"{self.description}: {error}")
 
     def _close_device(self) -> None:
-        printer, self._printer = self._printer, None
-        self._file = None
-        if printer is not None:
-            printer.close()
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()

@@ -1,8 +1,9 @@
 """PrinterLink: the small blocking surface every printer connection offers.
 
 ``open / write / read_status / close``, after python-escpos's own
-``open/_raw/_read/close``. Implementations wrap python-escpos printer objects
-(they block), so the agent calls them through ``AsyncPrinterLink``.
+``open/_raw/_read/close``. Implementations block (sockets, device files, or
+python-escpos's USB printer), so the agent calls them through
+``AsyncPrinterLink``.
 
 Rules every link follows:
 
@@ -24,6 +25,7 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from badgeline.agent.printers.errors import (
@@ -40,6 +42,15 @@ T = TypeVar("T")
 MAX_DRAIN_READS = 64
 # Small enough that a slow but working printer takes a chunk well within any timeout.
 WRITE_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class LinkIo:
+    """The raw steps of an open link, lent to an exchange run by ``PrinterLink.converse``."""
+
+    write: Callable[[bytes], None]  # send all of it, or raise
+    read: Callable[[], bytes | None]  # reply bytes; None when nothing came within the timeout
+    drain: Callable[[], None]  # discard bytes already waiting
 
 
 class PrinterLink(ABC):
@@ -98,6 +109,20 @@ class PrinterLink(ABC):
             if not self.can_read_status:
                 raise StatusUnavailableError(f"{self.description} cannot report status")
             return self._guarded(lambda: self._query(query))
+
+    def converse(self, exchange: Callable[[LinkIo], T]) -> T:
+        """Run a multi-step exchange (e.g. waiting for a print completion) under the lock.
+
+        No other query can read, or drain, its replies meanwhile. Errors are
+        handled as for ``read_status``; a link that cannot read raises
+        StatusUnavailableError.
+        """
+        with self._lock:
+            self.open()
+            if not self.can_read_status:
+                raise StatusUnavailableError(f"{self.description} cannot read replies")
+            io = LinkIo(write=self._write, read=self._read_reply, drain=self._drain)
+            return self._guarded(lambda: exchange(io))
 
     def close(self) -> None:
         """Release the connection; safe to call more than once."""

@@ -1,4 +1,9 @@
-"""NetworkLink: a printer (or the emulator) taking raw ESC/POS on a TCP port, via escpos Network.
+"""NetworkLink: a printer (or the emulator) taking raw ESC/POS on a TCP port.
+
+ESC/POS over TCP is nothing but bytes on a socket, so this link writes them
+itself rather than through python-escpos (whose import alone costs the agent
+about half a second and 10 MB, see ``_escpos``): ``sendall`` for writes,
+``recv`` for status replies, as escpos's ``Network`` printer does.
 
 A network printer that is switched off, or an address that is not a printer,
 shows up as a connect timeout or as silence after a status query: both are
@@ -7,16 +12,17 @@ bounded by the connection's ``timeout_s`` (python-escpos would wait 60 s).
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
-from typing import Any
 
-from badgeline.agent.printers._escpos import escpos_api
 from badgeline.agent.printers.connection import EmulatorConnection, NetworkConnection
 from badgeline.agent.printers.errors import PrinterLinkError, PrinterNotFoundError
 from badgeline.agent.printers.link import MAX_DRAIN_READS, PrinterLink
 
 _DRAIN_CHUNK = 256
+# A status reply is one byte; a little more catches a late reply queued behind it.
+_REPLY_CHUNK = 16
 
 
 class NetworkLink(PrinterLink):
@@ -25,33 +31,31 @@ class NetworkLink(PrinterLink):
     def __init__(self, connection: NetworkConnection | EmulatorConnection) -> None:
         super().__init__(f"{connection.kind} printer {connection.host}:{connection.port}")
         self.connection = connection
-        self._printer: Any = None
+        self._sock: socket.socket | None = None
 
     @property
     def timeout_s(self) -> float:
         return self.connection.timeout_s
 
     def _open_device(self) -> None:
-        # We connect the socket ourselves and hand it to escpos's Network: its own
-        # open() is IPv4-only and leaks the socket (a ResourceWarning) when the
-        # connect fails, which is every probe of a switched-off printer.
+        # create_connection tries every address (IPv6 too) and closes a socket
+        # whose connect failed, so probing a switched-off printer leaks nothing.
         host, port = self.connection.host, self.connection.port
         try:
-            sock = socket.create_connection((host, port), timeout=self.timeout_s)
+            # The timeout stays on the socket: it bounds every send and reply wait.
+            self._sock = socket.create_connection((host, port), timeout=self.timeout_s)
         except OSError as error:
             raise PrinterNotFoundError(
                 f"cannot connect to {self.description} within {self.timeout_s} s: {error}"
             ) from error
-        printer = escpos_api().printer.Network(host=host, port=port, timeout=self.timeout_s)
-        printer.device = sock
-        self._printer = printer
 
     def _socket(self) -> socket.socket:
-        sock: socket.socket = self._printer.device
-        return sock
+        if self._sock is None:
+            raise PrinterLinkError(f"{self.description} is not connected")
+        return self._sock
 
     def _write(self, data: bytes) -> None:
-        self._printer._raw(data)
+        self._socket().sendall(data)
 
     def _drain(self) -> None:
         sock = self._socket()
@@ -66,8 +70,7 @@ class NetworkLink(PrinterLink):
 
     def _read_reply(self) -> bytes | None:
         try:
-            # escpos's Network._read: recv(16) under the socket timeout set at open.
-            reply: bytes = self._printer._read()
+            reply = self._socket().recv(_REPLY_CHUNK)
         except TimeoutError:
             return None
         if not reply:
@@ -75,6 +78,9 @@ class NetworkLink(PrinterLink):
         return reply
 
     def _close_device(self) -> None:
-        printer, self._printer = self._printer, None
-        if printer is not None:
-            printer.close()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            # shutdown sends the FIN now, even if another reference keeps the socket open.
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
