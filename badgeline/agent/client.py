@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import time
 from types import TracebackType
 from typing import Any, TypeVar
@@ -80,8 +81,11 @@ class CoordinatorClient:
         *,
         connect_timeout_s: float = 3.0,
         request_timeout_s: float = 10.0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/") if base_url else None
+        # None: verify https against the system's CAs (coordinator_ca_file sets one).
+        self.ssl_context = ssl_context
         self.printer_id = printer_id
         self.token = token
         self.connect_timeout_s = connect_timeout_s
@@ -109,7 +113,11 @@ class CoordinatorClient:
 
     async def open(self) -> None:
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout(self.request_timeout_s))
+            # One connector for every call and badge fetch: the CA bundle applies to all.
+            connector = aiohttp.TCPConnector(ssl=self.ssl_context or True)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self._timeout(self.request_timeout_s)
+            )
 
     async def close(self) -> None:
         session, self._session = self._session, None

@@ -12,7 +12,7 @@ A minimal `agent.toml`::
 
     printer_id = "printer-a"
     coordinator_url = "http://venue-server:8420"   # or leave it out: found by mDNS
-    token = "…"                       # the agent token bound to printer-a
+    enrolment_code = "…"              # exchanged once for an agent token (or: token = "…")
     state_dir = "/var/lib/badgeline"  # the journal lives here
 
     [printer]                         # one of the printers.connection kinds
@@ -27,6 +27,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+import ssl
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -45,6 +46,9 @@ from badgeline.settings_file import (  # noqa: F401  (ConfigError is part of thi
 
 DEFAULT_WIDTH_DOTS = 576  # 80 mm paper at 203 dpi; 58 mm printers have 384
 JOURNAL_FILE_NAME = "journal.sqlite3"
+# The agent token obtained by enrolment, mode 0600 (badgeline/agent/enrolment.py).
+TOKEN_FILE_NAME = "agent-token.json"
+ENROLMENT_CODE_PATTERN = r"^[A-Za-z0-9_-]{16,64}$"  # as the coordinator's /v1/enrol takes it
 MAX_AGENT_ID = 64  # HeartbeatRequest.agent_id's limit
 DEFAULT_STATUS_PORT = 8421
 _POOL_NAME = re.compile(POOL_NAME_PATTERN)
@@ -78,10 +82,17 @@ class AgentSettings(TomlThenEnvironment):
         pattern=POOL_NAME_PATTERN,
         description="with mDNS: follow only this venue's coordinator (two halls, one network)",
     )
-    token: SecretStr = Field(description="the agent token bound to printer_id")
+    token: SecretStr | None = Field(
+        default=None,
+        description="the agent token bound to printer_id; unset: obtained with enrolment_code",
+    )
     enrolment_code: SecretStr | None = Field(
         default=None,
-        description="one-time enrolment code; carried for the enrolment step, token still required",
+        description="one-time code exchanged at first start for an agent token kept in state_dir",
+    )
+    coordinator_ca_file: Path | None = Field(
+        default=None,
+        description="PEM CA bundle trusted for an https coordinator; unset: the system's CAs",
     )
     labels: list[str] = Field(
         default_factory=list, max_length=16, description="pools this printer serves"
@@ -201,19 +212,27 @@ class AgentSettings(TomlThenEnvironment):
                 raise ValueError(f"{address!r} is not an IPv4 address") from None
         return value
 
-    @model_validator(mode="before")
+    @field_validator("enrolment_code")
     @classmethod
-    def explain_a_missing_token(cls, data: Any) -> Any:
-        # Exchanging a code for a token is not built yet (the coordinator had no
-        # enrolment endpoint when this was written), so a provisioned Pi with only
-        # a code is told plainly what to add rather than "token: Field required".
-        if isinstance(data, dict) and data.get("token") is None and data.get("enrolment_code"):
-            raise ValueError(
-                "token is required: an enrolment_code is set, but this agent cannot exchange"
-                " enrolment codes for agent tokens yet; add token (the agent token for"
-                " printer_id) and keep the code for the enrolment step"
-            )
-        return data
+    def require_code_shape(cls, value: SecretStr | None) -> SecretStr | None:
+        # Checked here so a mistyped code stops start-up before it is sent (and
+        # the message never repeats the code itself: it is a secret).
+        if value is not None and not re.match(ENROLMENT_CODE_PATTERN, value.get_secret_value()):
+            raise ValueError("must be the code the coordinator issued: 16-64 of A-Z a-z 0-9 _ -")
+        return value
+
+    @field_validator("coordinator_ca_file")
+    @classmethod
+    def require_readable_ca_bundle(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        if not value.is_file():
+            raise ValueError(f"{value} does not exist (or is not a file)")
+        try:
+            ssl.create_default_context().load_verify_locations(cafile=str(value))
+        except (OSError, ssl.SSLError) as error:
+            raise ValueError(f"{value} is not a PEM CA bundle: {error}") from None
+        return value
 
     @field_validator("labels")
     @classmethod
@@ -236,6 +255,11 @@ class AgentSettings(TomlThenEnvironment):
                 "coordinator_url is not set and mdns is off: set coordinator_url (or"
                 " BADGELINE_AGENT_COORDINATOR_URL), or turn mdns on to find the coordinator"
             )
+        if self.token is None and self.enrolment_code is None and not self.token_path.exists():
+            raise ValueError(
+                "no agent token: set enrolment_code (a one-time code from the coordinator's"
+                " operator: POST /v1/enrolment-codes) or token (an agent token for printer_id)"
+            )
         return self
 
     # ------------------------------------------------------------ derived values
@@ -251,6 +275,30 @@ class AgentSettings(TomlThenEnvironment):
     @property
     def journal_path(self) -> Path:
         return self.state_dir / JOURNAL_FILE_NAME
+
+    @property
+    def token_path(self) -> Path:
+        """Where enrolment keeps the agent token it obtained (mode 0600)."""
+        return self.state_dir / TOKEN_FILE_NAME
+
+    @property
+    def agent_token(self) -> str:
+        """The token the agent sends; set by `token` or, after enrolment, from `token_path`."""
+        if self.token is None:
+            raise RuntimeError("the agent is not enrolled: no token yet (see agent/enrolment.py)")
+        return self.token.get_secret_value()
+
+    def client_ssl(self) -> ssl.SSLContext | None:
+        """TLS for the agent's HTTP client: the system's CAs plus `coordinator_ca_file`.
+
+        The system's stay trusted too: badge PDFs may come from other https hosts
+        over the same connection pool.
+        """
+        if self.coordinator_ca_file is None:
+            return None  # aiohttp's default: verify against the system trust store
+        context = ssl.create_default_context()
+        context.load_verify_locations(cafile=str(self.coordinator_ca_file))
+        return context
 
     @property
     def badge_limits(self) -> BadgeLimits:

@@ -2,7 +2,14 @@
 
 Exit codes: 0 after a clean stop, 1 when a loop crashed or the start failed
 (systemd restarts the agent; the journal makes that safe), 2 for a
-configuration error.
+configuration error, 3 when the coordinator refused the enrolment code. The
+unit's `RestartPreventExitStatus=2 3` keeps those two from restarting in a
+loop: only a person can fix them.
+
+Before the agent proper starts, an agent with an enrolment code and no token
+exchanges the code for its token (enrolment.py); meanwhile it tells systemd
+it is still starting (EXTEND_TIMEOUT_USEC) and feeds the watchdog, since
+waiting for a coordinator that is not up yet is normal at a venue's boot.
 
 Under systemd (Type=notify): READY=1 once the loops run and the status
 endpoint is bound, WATCHDOG=1 from a task on the agent's own event loop (a
@@ -15,10 +22,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from pydantic import SecretStr
 
 from badgeline import systemd_notify
 from badgeline.agent.config import AgentSettings, ConfigError, load_agent_settings
@@ -28,6 +38,10 @@ if TYPE_CHECKING:
     from badgeline.agent.service import Agent
 
 EXIT_CONFIG_ERROR = 2
+EXIT_ENROLMENT_REFUSED = 3
+# While enrolling, systemd's start timeout is pushed back by this much at a time.
+ENROLMENT_START_EXTENSION_S = 120
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,15 +78,55 @@ def run(args: argparse.Namespace) -> int:
 async def serve(settings: AgentSettings) -> int:
     from badgeline.agent.service import Agent
 
-    agent = Agent(settings)
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, agent.request_stop)
+    stop = asyncio.Event()
+    for signum in _STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop.set)
     try:
+        if settings.token is None:
+            token = await _enrolled_token(settings, stop)
+            if isinstance(token, int):
+                return token
+            settings = settings.model_copy(update={"token": SecretStr(token)})
+        agent = Agent(settings)
+        for signum in _STOP_SIGNALS:  # from now on a signal stops the agent
+            loop.add_signal_handler(signum, agent.request_stop)
+        if stop.is_set():
+            return 0
         return await _run(agent)
     finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in _STOP_SIGNALS:
             loop.remove_signal_handler(signum)
+
+
+async def _enrolled_token(settings: AgentSettings, stop: asyncio.Event) -> str | int:
+    """The stored or newly enrolled token, or the exit code when there is none to be had."""
+    from badgeline.agent.enrolment import EnrolmentRefused, obtain_token
+
+    systemd_notify.notify_status(f"{settings.printer_id}: enrolling with the coordinator")
+    watchdog = asyncio.create_task(_starting_watchdog(), name="systemd-watchdog-enrolment")
+    try:
+        token = await obtain_token(settings, stop)
+    except EnrolmentRefused as refused:
+        log_event("enrolment_refused", logging.CRITICAL, printer_id=settings.printer_id,
+                  status=refused.status, code=refused.code, message=refused.message,
+                  what_to_do=refused.what_to_do)  # fmt: skip
+        print(f"badgeline agent: {refused}", file=sys.stderr)
+        return EXIT_ENROLMENT_REFUSED
+    finally:
+        watchdog.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watchdog
+    return 0 if token is None else token
+
+
+async def _starting_watchdog() -> None:
+    """Keep systemd waiting (and its watchdog fed) while the coordinator is not there yet."""
+    interval = min(systemd_notify.watchdog_interval() or 30.0, ENROLMENT_START_EXTENSION_S / 4)
+    while True:
+        systemd_notify.notify(f"EXTEND_TIMEOUT_USEC={ENROLMENT_START_EXTENSION_S * 1_000_000}")
+        systemd_notify.notify_watchdog()
+        await asyncio.sleep(interval)
 
 
 async def _run(agent: Agent) -> int:

@@ -222,9 +222,10 @@ class Agent:
         self._client = CoordinatorClient(
             settings.coordinator_url,
             settings.printer_id,
-            settings.token.get_secret_value(),
+            settings.agent_token,
             connect_timeout_s=settings.connect_timeout_s,
             request_timeout_s=settings.request_timeout_s,
+            ssl_context=settings.client_ssl(),
         )
         await self._client.open()
         self._link = AsyncPrinterLink(link_for(settings.printer))

@@ -22,6 +22,9 @@ from badgeline.coordinator.events import configure_logging, log_event
 from badgeline.coordinator.redis_server import EmbeddedRedis, RedisServerError
 from badgeline.discovery.advertise import CoordinatorAdvertiser
 
+# The unit's RestartPreventExitStatus= names it: a bad config is not restarted in a loop.
+EXIT_CONFIG_ERROR = 2
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings file (see docs/config.md)")
@@ -115,13 +118,13 @@ def run(args: argparse.Namespace) -> int:
         settings = load_coordinator_settings(args.config, **_overrides(args))
     except ConfigError as error:
         print(error, file=sys.stderr)
-        return 2
+        return EXIT_CONFIG_ERROR
     configure_logging(settings.log_level)
     try:
         asyncio.run(serve(settings))
     except ConfigError as error:
         print(error, file=sys.stderr)
-        return 2
+        return EXIT_CONFIG_ERROR
     except RedisServerError as error:
         print(f"cannot start the embedded Redis server: {error}", file=sys.stderr)
         return 1

@@ -136,22 +136,16 @@ def test_the_status_and_mdns_defaults(tmp_path: Path) -> None:
     assert settings.venue is None and settings.enrolment_code is None
 
 
-def test_a_provisioned_config_with_a_code_and_a_token_loads(tmp_path: Path) -> None:
-    # What `badgeline provision --enrolment-code … --venue …` writes, plus the token.
-    text = MINIMAL.replace('coordinator_url = "http://venue:8420/"',
-                           'venue = "hall-a"\nenrolment_code = "ENR-7Q4K-99XA"')  # fmt: skip
-    settings = load_agent_settings(write(tmp_path, text))
-    assert settings.enrolment_code is not None
-    assert settings.enrolment_code.get_secret_value() == "ENR-7Q4K-99XA"
-    assert "ENR-7Q4K" not in repr(settings)  # a secret, like the token
-
-
-def test_an_enrolment_code_without_a_token_says_the_token_is_still_needed(
-    tmp_path: Path,
-) -> None:
+def test_a_provisioned_config_with_a_code_and_no_token_loads(tmp_path: Path) -> None:
+    # What `badgeline provision --enrolment-code … --venue …` writes: the agent
+    # exchanges the code for its token at start-up (tests/agent/test_enrolment.py).
     text = "\n".join(line for line in MINIMAL.splitlines() if not line.startswith("token"))
-    with pytest.raises(ConfigError, match="token is required: an enrolment_code is set"):
-        load_agent_settings(write(tmp_path, 'enrolment_code = "ENR-1"\n' + text))
+    code_line = 'enrolment_code = "Q7xK-2pLm_9vRt4WzYb8nC3d"'
+    text = text.replace('coordinator_url = "http://venue:8420/"', f'venue = "hall-a"\n{code_line}')
+    settings = load_agent_settings(write(tmp_path, text))
+    assert settings.token is None and settings.enrolment_code is not None
+    assert settings.enrolment_code.get_secret_value() == "Q7xK-2pLm_9vRt4WzYb8nC3d"
+    assert "Q7xK" not in repr(settings)  # a secret, like the token
 
 
 @pytest.mark.parametrize(

@@ -133,6 +133,19 @@ def test_service_units_are_notify_with_a_watchdog_restart_and_own_state(unit: st
     assert settings["CapabilityBoundingSet"] == [""]
 
 
+def test_units_do_not_restart_after_errors_only_a_person_can_fix() -> None:
+    # The exit statuses main() gives a bad config or a refused enrolment code:
+    # systemd must not restart those every RestartSec (every other failure it must).
+    from badgeline.agent.main import EXIT_CONFIG_ERROR, EXIT_ENROLMENT_REFUSED
+    from badgeline.coordinator.main import EXIT_CONFIG_ERROR as COORDINATOR_CONFIG_ERROR
+
+    agent = unit_settings("badgeline-agent.service")["RestartPreventExitStatus"]
+    coordinator = unit_settings("badgeline-coordinator.service")["RestartPreventExitStatus"]
+    assert agent == [f"{EXIT_CONFIG_ERROR} {EXIT_ENROLMENT_REFUSED}"]
+    assert coordinator == [str(COORDINATOR_CONFIG_ERROR)]
+    assert 1 not in (EXIT_CONFIG_ERROR, EXIT_ENROLMENT_REFUSED, COORDINATOR_CONFIG_ERROR)
+
+
 def test_the_agent_unit_can_reach_usb_printers_and_nothing_else() -> None:
     settings = unit_settings("badgeline-agent.service")
     assert settings["ExecStart"] == [
