@@ -252,30 +252,42 @@ async def parked_jobs(coordinator: Coordinator) -> dict[str, Any]:
                      for v in views]}  # fmt: skip
 
 
-class StreamState:
-    """What one stream keeps between pushes: the slow sections and when they were read."""
+class SlowSections:
+    """The slow sections (dead letters, reconciliation, statistics, alerts), shared
+    by every open dashboard of this process: ten operators watching cost one
+    reconciliation every few seconds, not ten."""
 
     def __init__(self) -> None:
-        self.slow: dict[str, Any] = {}
-        self.slow_at = 0.0
+        self.sections: dict[str, Any] = {}
+        self.read_at = -SLOW_SECTIONS_EVERY_S
         self.dead_letter_count = -1
+        self._lock = asyncio.Lock()
 
-    async def slow_sections(self, request: web.Request, dead_letter_count: int) -> dict[str, Any]:
-        now = time.monotonic()
-        fresh = now - self.slow_at < SLOW_SECTIONS_EVERY_S
-        if fresh and dead_letter_count == self.dead_letter_count:
-            return self.slow
-        letters = await route_json(request, "/v1/dead-letters")
-        if isinstance(letters.get("dead_letters"), list):
-            letters["dead_letters"] = letters["dead_letters"][:LIST_LIMIT]
-        self.slow = {"dead_letters": letters}
-        for name, path in SLOW_SECTIONS.items():
-            self.slow[name] = await route_json(request, path)
-        self.slow_at, self.dead_letter_count = now, dead_letter_count
-        return self.slow
+    def _fresh(self, dead_letter_count: int) -> bool:
+        recent = time.monotonic() - self.read_at < SLOW_SECTIONS_EVERY_S
+        return recent and dead_letter_count == self.dead_letter_count
+
+    async def get(self, request: web.Request, dead_letter_count: int) -> dict[str, Any]:
+        if self._fresh(dead_letter_count):
+            return self.sections
+        async with self._lock:  # the first stream refreshes; the others wait and share
+            if self._fresh(dead_letter_count):
+                return self.sections
+            letters = await route_json(request, "/v1/dead-letters")
+            if isinstance(letters.get("dead_letters"), list):
+                letters["dead_letters"] = letters["dead_letters"][:LIST_LIMIT]
+            sections = {"dead_letters": letters}
+            for name, path in SLOW_SECTIONS.items():
+                sections[name] = await route_json(request, path)
+            self.sections, self.read_at = sections, time.monotonic()
+            self.dead_letter_count = dead_letter_count
+            return self.sections
 
 
-async def build_snapshot(request: web.Request, state: StreamState) -> dict[str, Any]:
+SLOW_SECTIONS_CACHE = web.AppKey("dashboard_slow_sections", SlowSections)
+
+
+async def build_snapshot(request: web.Request) -> dict[str, Any]:
     coordinator = coordinator_of(request)
     redis, keys = coordinator.store.redis, coordinator.store.keys
     seconds, micros = await redis.time()
@@ -288,14 +300,14 @@ async def build_snapshot(request: web.Request, state: StreamState) -> dict[str, 
         "dead_letter_count": dead_letter_count,
         "parked": await parked_jobs(coordinator),
         "failovers": await coordinator.failover.decisions(limit=10),
-        **await state.slow_sections(request, dead_letter_count),
+        **await request.app[SLOW_SECTIONS_CACHE].get(request, dead_letter_count),
     }
 
 
 @routes.get("/dashboard/snapshot")
 async def snapshot(request: web.Request) -> web.Response:
     authenticate(request, "operator")
-    return web.json_response(await build_snapshot(request, StreamState()),
+    return web.json_response(await build_snapshot(request),
                              headers={"Cache-Control": "no-store"})  # fmt: skip
 
 
@@ -333,11 +345,11 @@ async def stream(request: web.Request) -> web.StreamResponse:
         "X-Accel-Buffering": "no",  # a reverse proxy must not hold events back
     })  # fmt: skip
     await response.prepare(request)
-    state, closing = StreamState(), request.app[STREAMS_CLOSING]
+    closing = request.app[STREAMS_CLOSING]
     with contextlib.suppress(ConnectionResetError):
         await response.write(b"retry: 2000\n\n")
         while not closing.is_set() and await _still_signed_in(request):
-            body = await build_snapshot(request, state)
+            body = await build_snapshot(request)
             data = json.dumps(body, default=str, separators=(",", ":"))
             await response.write(f"event: snapshot\ndata: {data}\n\n".encode())
             pushed = time.monotonic()
@@ -355,6 +367,7 @@ async def _close_streams(app: web.Application) -> None:
 def setup(app: web.Application) -> None:
     """Mount the dashboard on the coordinator app (see create_app)."""
     app[STREAMS_CLOSING] = asyncio.Event()
+    app[SLOW_SECTIONS_CACHE] = SlowSections()
     app.middlewares.append(session_middleware)
     app.on_shutdown.append(_close_streams)
     app.add_routes(routes)

@@ -131,3 +131,20 @@ async def test_snapshot_shows_dead_letters_parked_jobs_and_failovers(
     parked_ids = sorted(job["job_id"] for job in snapshot["parked"]["jobs"])
     assert sorted(decision["parked_job_ids"]) == parked_ids
     assert snapshot["high_water_mark"] == 2
+
+
+async def test_open_dashboards_share_one_reading_of_the_slow_sections(
+    client: Client, monkeypatch: Any
+) -> None:
+    # Ten operators watching must not cost ten reconciliations every few seconds:
+    # a second page gets the reading the first one took (until it ages out or
+    # the dead-letter count moves).
+    monkeypatch.setattr("badgeline.coordinator.dashboard.SLOW_SECTIONS_EVERY_S", 60.0)
+    async with client.get("/dashboard/stream", headers=auth(OPERATOR_TOKEN)) as first:
+        before = (await next_snapshot(first))["reconcile"]["counts"]["accepted"]
+        assert (await submit(client, "printer-a")).status == 201
+        fresh = await client.get("/v1/reconcile", headers=auth(OPERATOR_TOKEN))
+        assert (await fresh.json())["counts"]["accepted"] == before + 1
+        async with client.get("/dashboard/stream", headers=auth(OPERATOR_TOKEN)) as second:
+            shared = (await next_snapshot(second))["reconcile"]["counts"]["accepted"]
+    assert shared == before
