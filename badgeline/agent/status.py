@@ -2,6 +2,7 @@
 
     GET  /healthz      200 while every loop runs, 503 otherwise (and while stopping)
     GET  /status       printer health, journal counts, coordinator, last error, uptime
+    GET  /metrics      the same numbers for Prometheus (badgeline.agent.metrics)
     POST /test-print   a local test badge, straight to the printer; loopback callers only
 
 /status answers from what the agent already knows (the last probe, the last
@@ -85,6 +86,7 @@ class StatusServer:
         app[_AGENT] = agent
         app.router.add_get("/healthz", _healthz)
         app.router.add_get("/status", _status)
+        app.router.add_get("/metrics", _metrics)
         app.router.add_post("/test-print", _test_print)
         # No access log: a monitoring script polling /healthz would drown the journal.
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
@@ -114,6 +116,12 @@ async def _healthz(request: web.Request) -> web.Response:
 
 async def _status(request: web.Request) -> web.Response:
     return web.json_response(await describe(request.app[_AGENT]))
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    from badgeline.agent.metrics import render
+
+    return render(await describe(request.app[_AGENT]), request.headers.get("Accept", ""))
 
 
 async def _test_print(request: web.Request) -> web.Response:

@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from redis.asyncio import Redis
 
 from badgeline.agent.health import clamp_heartbeat_interval
@@ -19,6 +20,7 @@ from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.events import EVENT_LOGGER
 from badgeline.discovery.names import local_ipv4_addresses
 from badgeline.emulator import PrinterEmulator
+from badgeline.emulator.state import Fault
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
 from tests.agent.relay import ReplyHoldingRelay
 from tests.helpers import wait_for
@@ -56,6 +58,24 @@ async def test_healthz_and_status_describe_a_running_agent(
     }  # fmt: skip
     assert status["coordinator"]["last_answer_at"].endswith("+00:00")
     assert status["mdns"] == {"enabled": False}
+
+    # AND Prometheus reads the same numbers from /metrics, paper running low included
+    emulator.fault = Fault.PAPER_LOW
+    await wait_for(lambda: _paper_is(agent, "low"))
+    async with aiohttp.ClientSession() as session, session.get(base + "/metrics") as response:
+        assert response.status == 200
+        samples = {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(await response.text())
+            for sample in family.samples
+        }
+    me = ("printer", "printer-a")
+    assert samples[("badgeline_agent_up", (me,))] == 1
+    assert samples[("badgeline_agent_printer_ready", (me,))] == 1
+    assert samples[("badgeline_agent_coordinator_reachable", (me,))] == 1
+    assert samples[("badgeline_agent_journal_jobs", (me, ("state", "acked")))] == 1
+    assert samples[("badgeline_agent_paper", (("level", "low"), me))] == 1
+    assert samples[("badgeline_agent_paper", (("level", "ok"), me))] == 0
 
 
 async def test_status_shows_an_unreachable_coordinator_and_the_last_error(
@@ -245,3 +265,7 @@ async def _waiting_for_the_printer(agent: Any) -> bool:
 
 async def _state_is(kiosk: Kiosk, job_id: str, state: str) -> bool:
     return await kiosk.state(job_id) == state
+
+
+async def _paper_is(agent: Any, level: str) -> bool:
+    return bool(agent.watch.latest.paper == level)
