@@ -17,9 +17,9 @@ other on the same journal: one start not counted, then `--runs` measured.
   used by then (/proc/<pid>/stat), which a busy machine inflates far less.
 - Idle RSS: `VmRSS` (and `RssAnon`, the private part) from /proc/<pid>/status
   once the agent has sent heartbeats for `--settle` seconds, for the agent
-  process and, apart, for its children (multiprocessing's resource tracker and
-  the badge render worker, a spawned process that imports PDFium and Pillow,
-  see badgeline/agent/badge/sandbox.py).
+  process and, apart, for its children (the badge render worker, a plain
+  subprocess that imports PDFium and Pillow, see
+  badgeline/agent/badge/sandbox.py).
 - Bytecode: with PYTHONDONTWRITEBYTECODE=1 inherited, every start would compile
   badgeline from source, which an installed wheel never does; so the processes
   cache bytecode under a PYTHONPYCACHEPREFIX in the temporary directory
@@ -87,13 +87,15 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
 
 
 def describe(pid: int) -> str:
-    """A child's role and VmRSS: the render worker or multiprocessing's resource tracker."""
+    """A child's role and VmRSS: the render worker (or, before it was a plain subprocess,
+    multiprocessing's resource tracker)."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return "gone"
     role = "resource_tracker" if "resource_tracker" in cmdline else (
-        "render worker" if "spawn_main" in cmdline else cmdline[:40])  # fmt: skip
+        "render worker" if "render_worker" in cmdline or "spawn_main" in cmdline
+        else cmdline[:40])  # fmt: skip
     return f"{role} {rss_mb(pid):.1f}"
 
 

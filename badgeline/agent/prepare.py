@@ -88,7 +88,8 @@ class BadgePreparer:
 
     async def start(self) -> None:
         if self._worker is not None:
-            # Spawn now, so the first badge does not pay for it.
+            # Spawn now, so the first badge does not pay for it; this returns at
+            # once, and the worker loads PDFium while the agent goes on starting.
             await asyncio.to_thread(self._worker.start)
 
     async def close(self) -> None:

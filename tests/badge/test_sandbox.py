@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
 import zlib
 from collections.abc import Iterator
 
@@ -93,3 +98,39 @@ def test_a_badge_past_the_deadline_is_abandoned_and_the_worker_replaced(good_bad
     # AND a worker with time prints it
     with BadgeRenderWorker() as worker:
         assert worker.badge_to_escpos(good_badge, WIDTH_DOTS_80MM)
+
+
+def test_a_worker_killed_from_outside_is_replaced_on_the_next_badge(good_badge: bytes) -> None:
+    # GIVEN a worker that has printed a badge
+    with BadgeRenderWorker() as worker:
+        first = worker.badge_to_escpos(good_badge, WIDTH_DOTS_80MM)
+        pid = worker.pid
+        assert pid is not None
+        # WHEN something (the OOM killer, a person) kills it
+        os.kill(pid, signal.SIGKILL)
+        # THEN the next badge is refused or printed, never an exception that is not
+        # BadgeRejected, and the one after prints the same bytes from a new worker
+        with contextlib.suppress(BadgeRejected):
+            worker.badge_to_escpos(good_badge, WIDTH_DOTS_80MM)
+        assert worker.badge_to_escpos(good_badge, WIDTH_DOTS_80MM) == first
+        assert worker.pid not in (None, pid)
+
+
+WORKER_WITHOUT_MULTIPROCESSING = """
+import sys
+from badgeline.agent.badge import BadgeRenderWorker
+with BadgeRenderWorker() as worker:
+    worker.badge_to_escpos(sys.stdin.buffer.read(), 576)
+print("multiprocessing" in sys.modules, "pypdfium2" in sys.modules, "PIL" in sys.modules)
+"""
+
+
+def test_the_worker_is_a_plain_subprocess_and_pdfium_stays_out_of_the_agent(
+    good_badge: bytes,
+) -> None:
+    # GIVEN a fresh interpreter WHEN it renders a badge through the worker
+    command = [sys.executable, "-c", WORKER_WITHOUT_MULTIPROCESSING]
+    result = subprocess.run(command, input=good_badge, capture_output=True, timeout=120, check=True)
+    # THEN neither multiprocessing (and its resource tracker) nor PDFium or Pillow was
+    # loaded in the calling process
+    assert result.stdout.split() == [b"False", b"False", b"False"]

@@ -9,27 +9,44 @@ PDFium where it can be stopped: one long-lived worker process whose address
 space is capped (RLIMIT_AS) and which is killed when a badge overruns its
 deadline. A dead worker is replaced on the next badge.
 
-The worker is started with "spawn": forking an asyncio process that has
-threads running is unsafe. Starting costs a few hundred milliseconds once;
-after that a badge costs the in-process time plus a pipe round trip. The
-agent's own process never imports PDFium or Pillow for `badge_to_escpos`.
+The worker is a plain subprocess (`render_worker`, over pipes; see there why
+not multiprocessing). `start()` only spawns it and returns: the worker loads
+PDFium and Pillow while the agent goes on starting, and the first badge
+waits for it to be ready. After that a badge costs the in-process time plus
+a pipe round trip. The agent's own process never imports PDFium or Pillow
+for `badge_to_escpos`.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import dataclasses
+import json
+import os
+import select
+import subprocess
+import sys
 import threading
+import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from badgeline.agent.badge.errors import BadgeRejected, RejectReason
 from badgeline.agent.badge.pdfcheck import DEFAULT_LIMITS, BadgeLimits
+from badgeline.agent.badge.render_worker import (
+    FRAME_HEADER,
+    WORKER_COMMAND,
+    Frame,
+    decode_meta,
+    encode_frame,
+)
 
 if TYPE_CHECKING:
-    from multiprocessing.process import BaseProcess
-
     from PIL import Image
+
+# What a worker may send back in one frame: far above any badge (a 2,048-dot
+# wide page of the tallest allowed aspect is 2.6 MB), far below harm.
+MAX_META_BYTES = 64 * 1024
+MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -38,18 +55,22 @@ class SandboxLimits:
 
     max_memory_bytes: int = 256 * 1024 * 1024
     timeout_seconds: float = 5.0
-    # Spawning Python and importing PDFium and Pillow; slow on a Pi's SD card.
+    # Starting Python and importing PDFium and Pillow; slow on a Pi's SD card.
     start_timeout_seconds: float = 30.0
 
 
 DEFAULT_SANDBOX = SandboxLimits()
 
 
+class _WorkerGone(Exception):
+    """The worker closed its end of a pipe: it died, most likely at its memory cap."""
+
+
 class BadgeRenderWorker:
     """A PDFium worker process; thread-safe, one badge at a time.
 
     Use as a context manager, or call `start()` at agent start-up (so the
-    first badge does not pay for the spawn) and `close()` at shutdown.
+    first badge does not pay for the whole start) and `close()` at shutdown.
     """
 
     def __init__(
@@ -58,8 +79,8 @@ class BadgeRenderWorker:
         self.limits = limits
         self.sandbox = sandbox
         self._lock = threading.Lock()
-        self._process: BaseProcess | None = None
-        self._connection: Connection | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._ready = False
 
     def __enter__(self) -> BadgeRenderWorker:
         self.start()
@@ -68,9 +89,17 @@ class BadgeRenderWorker:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id, while one is running."""
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
     def start(self) -> None:
+        """Spawn the worker unless one runs; returns without waiting for it to be ready."""
         with self._lock:
-            self._ensure_started()
+            if self.pid is None:
+                self._spawn()
 
     def close(self) -> None:
         with self._lock:
@@ -80,29 +109,37 @@ class BadgeRenderWorker:
         self, pdf_bytes: bytes, width_dots: int, job_id: str | None = None
     ) -> bytes:
         """Like `raster.badge_to_escpos`, run in the worker. Raises `BadgeRejected`."""
-        return bytes(self._request(("escpos", bytes(pdf_bytes), width_dots, job_id)))
+        _, body = self._request("escpos", pdf_bytes, width_dots, job_id)
+        return body
 
     def render_badge(self, pdf_bytes: bytes, width_dots: int) -> Image.Image:
         """Like `raster.render_badge`, run in the worker. Raises `BadgeRejected`."""
         from PIL import Image
 
-        size, packed = self._request(("image", bytes(pdf_bytes), width_dots, None))
-        return Image.frombytes("1", size, packed)
+        meta, packed = self._request("image", pdf_bytes, width_dots, None)
+        width, height = (int(side) for side in meta["size"])
+        return Image.frombytes("1", (width, height), packed)
 
-    def _request(self, request: tuple[str, bytes, int, str | None]) -> Any:
+    def _request(self, kind: str, pdf_bytes: bytes, width_dots: int, job_id: str | None) -> Frame:
+        request = encode_frame(
+            {"kind": kind, "width_dots": width_dots, "job_id": job_id}, bytes(pdf_bytes)
+        )
         with self._lock:
-            connection = self._ensure_started()
+            process = self._ready_worker()
+            assert process.stdin is not None and process.stdout is not None
+            deadline = time.monotonic() + self.sandbox.timeout_seconds
             try:
-                connection.send(request)
-                if not connection.poll(self.sandbox.timeout_seconds):
-                    self._stop()
-                    raise BadgeRejected(
-                        RejectReason.TOO_COMPLEX,
-                        f"The badge PDF took more than {self.sandbox.timeout_seconds:g} s to "
-                        "render; a badge takes milliseconds. Simplify it and export again.",
-                    )
-                outcome, payload = connection.recv()
-            except (EOFError, OSError):
+                _write_all(process.stdin, request, deadline)
+                meta, body = _read_frame(process.stdout, deadline)
+            except TimeoutError:
+                self._stop()
+                raise BadgeRejected(
+                    RejectReason.TOO_COMPLEX,
+                    f"The badge PDF took more than {self.sandbox.timeout_seconds:g} s to "
+                    "render; a badge takes milliseconds. Simplify it and export again.",
+                ) from None
+            except (_WorkerGone, OSError, ValueError):
+                # ValueError: a garbled frame, which only a broken worker sends.
                 self._stop()
                 raise BadgeRejected(
                     RejectReason.TOO_COMPLEX,
@@ -110,103 +147,106 @@ class BadgeRenderWorker:
                     f"({self.sandbox.max_memory_bytes // (1024 * 1024)} MiB) and was abandoned. "
                     "Simplify it and export again.",
                 ) from None
-        return _unwrap(outcome, payload)
+            if meta.get("outcome") == "exhausted":
+                self._stop()  # it exits after saying so: reap it now
+        return _unwrap(meta, body)
 
-    def _ensure_started(self) -> Connection:
-        if self._process is not None and self._process.is_alive() and self._connection:
-            return self._connection
+    def _ready_worker(self) -> subprocess.Popen[bytes]:
+        """The running worker, once it said it is ready; spawns one if none runs."""
+        if self.pid is None:
+            self._spawn()
+        process = self._process
+        assert process is not None and process.stdout is not None
+        if not self._ready:
+            deadline = time.monotonic() + self.sandbox.start_timeout_seconds
+            try:
+                meta, _ = _read_frame(process.stdout, deadline)
+            except (TimeoutError, _WorkerGone, OSError, ValueError) as error:
+                self._stop()
+                raise RuntimeError(
+                    f"the badge render worker did not start: {type(error).__name__}"
+                ) from None
+            if meta.get("outcome") != "ready":
+                self._stop()
+                raise RuntimeError(f"the badge render worker said {meta!r:.200} at start")
+            self._ready = True
+        return process
+
+    def _spawn(self) -> None:
         self._stop()
-        context = multiprocessing.get_context("spawn")
-        parent_end, child_end = context.Pipe()
-        process = context.Process(
-            target=_serve,
-            args=(child_end, self.limits, self.sandbox.max_memory_bytes),
-            name="badgeline-badge-render",
-            daemon=True,
+        limits = json.dumps(dataclasses.asdict(self.limits))
+        self._process = subprocess.Popen(
+            [sys.executable, *WORKER_COMMAND, str(self.sandbox.max_memory_bytes), limits],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            # stderr is the agent's: a worker's traceback lands in the agent's log.
         )
-        process.start()
-        child_end.close()
-        self._process, self._connection = process, parent_end
-        if not parent_end.poll(self.sandbox.start_timeout_seconds):
-            self._stop()
-            raise RuntimeError("the badge render worker did not start in time")
-        parent_end.recv()  # "ready": imports done and memory capped
-        return parent_end
+        self._ready = False
 
     def _stop(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-        if self._process is not None:
-            if self._process.is_alive():
-                self._process.kill()
-            self._process.join()
-            self._process.close()
-        self._process, self._connection = None, None
-
-
-def _unwrap(outcome: str, payload: Any) -> Any:
-    if outcome == "ok":
-        return payload
-    if outcome in ("rejected", "exhausted"):
-        reason, message = payload
-        raise BadgeRejected(RejectReason(reason), message)
-    if outcome == "value_error":
-        raise ValueError(payload)
-    raise RuntimeError(f"badge render worker failed: {payload}")
-
-
-def _serve(connection: Connection, limits: BadgeLimits, max_memory_bytes: int) -> None:
-    """The worker's loop: one request in, one outcome out, until the pipe closes."""
-    from badgeline.agent.badge import raster
-
-    _cap_own_memory(max_memory_bytes)
-    connection.send("ready")
-    while True:
-        try:
-            kind, pdf_bytes, width_dots, job_id = connection.recv()
-        except EOFError:
+        process, self._process = self._process, None
+        self._ready = False
+        if process is None:
             return
-        outcome = _handle(raster, kind, pdf_bytes, width_dots, job_id, limits)
-        connection.send(outcome)
-        if outcome[0] == "exhausted":
-            return  # the heap may be in a poor state: let the parent start afresh
+        if process.poll() is None:
+            process.kill()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
+        process.wait()
 
 
-def _handle(
-    raster: Any,
-    kind: str,
-    pdf_bytes: bytes,
-    width_dots: int,
-    job_id: str | None,
-    limits: BadgeLimits,
-) -> tuple[str, Any]:
-    try:
-        if kind == "escpos":
-            return "ok", raster.badge_to_escpos(pdf_bytes, width_dots, job_id, limits)
-        image = raster.render_badge(pdf_bytes, width_dots, limits)
-        return "ok", (image.size, image.tobytes())
-    except BadgeRejected as rejected:
-        return "rejected", (rejected.reason_code.value, rejected.message)
-    except ValueError as error:
-        return "value_error", str(error)
-    except MemoryError:
-        return "exhausted", (
-            RejectReason.TOO_COMPLEX.value,
-            "The badge PDF needed more memory than a badge may use. Simplify it.",
-        )
-    except Exception as error:  # the worker must answer, whatever PDFium did
-        return "error", repr(error)
+def _write_all(pipe: IO[bytes], data: bytes, deadline: float) -> None:
+    """Write `data` to the worker, waiting at most until `deadline` for it to take more."""
+    fd = pipe.fileno()
+    os.set_blocking(fd, False)
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            _wait(fd, select.POLLOUT, deadline)
+            continue
+        except BrokenPipeError:
+            raise _WorkerGone from None
+        view = view[written:]
 
 
-def _cap_own_memory(max_memory_bytes: int) -> None:
-    import resource
+def _read_frame(pipe: IO[bytes], deadline: float) -> Frame:
+    fd = pipe.fileno()
+    meta_size, body_size = FRAME_HEADER.unpack(_read_exactly(fd, FRAME_HEADER.size, deadline))
+    if meta_size > MAX_META_BYTES or body_size > MAX_BODY_BYTES:
+        raise ValueError(f"the worker sent a frame of {meta_size} + {body_size} bytes")
+    meta = decode_meta(_read_exactly(fd, meta_size, deadline))
+    return meta, _read_exactly(fd, body_size, deadline)
 
-    import PIL.Image  # noqa: F401  (load now so the cap measures a warm worker)
-    import pypdfium2  # noqa: F401
 
-    with open("/proc/self/statm") as statm:
-        resting_bytes = int(statm.read().split()[0]) * resource.getpagesize()
-    limit = resting_bytes + max_memory_bytes
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    # A worker killed by PDFium running out of memory should not leave a core file.
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _read_exactly(fd: int, count: int, deadline: float) -> bytes:
+    data = bytearray()
+    while len(data) < count:
+        _wait(fd, select.POLLIN, deadline)
+        chunk = os.read(fd, count - len(data))
+        if not chunk:
+            raise _WorkerGone
+        data += chunk
+    return bytes(data)
+
+
+def _wait(fd: int, events: int, deadline: float) -> None:
+    """Until `fd` is ready for `events`; TimeoutError at `deadline`. A hang-up counts as ready."""
+    poller = select.poll()
+    poller.register(fd, events)
+    remaining_ms = max(0.0, deadline - time.monotonic()) * 1000
+    if not poller.poll(remaining_ms):
+        raise TimeoutError
+
+
+def _unwrap(meta: dict[str, Any], body: bytes) -> Frame:
+    outcome = meta.get("outcome")
+    if outcome == "ok":
+        return meta, body
+    if outcome in ("rejected", "exhausted"):
+        raise BadgeRejected(RejectReason(meta["reason"]), str(meta["message"]))
+    if outcome == "value_error":
+        raise ValueError(meta.get("message"))
+    raise RuntimeError(f"badge render worker failed: {meta.get('message')!s:.500}")
