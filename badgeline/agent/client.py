@@ -24,6 +24,7 @@ import asyncio
 import json
 import ssl
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -99,6 +100,15 @@ class CoordinatorClient:
         self.reachable: bool | None = None
         self.last_answer_at: float | None = None
         self.last_problem: str | None = None
+        self._success_listeners: list[Callable[[], None]] = []
+
+    def on_success(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` after every call the coordinator answers with a success.
+
+        Loops that back off through an outage (the ack outbox) use it to retry
+        the moment any other loop finds the coordinator back.
+        """
+        self._success_listeners.append(listener)
 
     def move_to(self, base_url: str) -> None:
         """Talk to the coordinator at `base_url` from now on; calls in flight fail and retry."""
@@ -228,7 +238,10 @@ class CoordinatorClient:
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise self._unavailable(_describe(error)) from error
         self.reachable, self.last_answer_at = True, time.time()
-        return _interpret(status, text)
+        data = _interpret(status, text)
+        for listener in self._success_listeners:
+            listener()
+        return data
 
     async def _send(
         self,

@@ -4,7 +4,9 @@ Results live in the journal's outbox, not in memory: a result survives the
 agent's restart and any length of coordinator outage (invariant 6). Acks are
 idempotent on the coordinator, so sending one twice (the answer was lost) is
 harmless. The loop backs off while the coordinator is away and logs the
-outage once, not once per attempt.
+outage once, not once per attempt; and it stops backing off as soon as any
+other call to the coordinator succeeds (a heartbeat, a lease), so results
+go out the moment the coordinator is back, not up to a back-off cap later.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.journal import Journal, LocalJobState, PendingAck
-from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped
+from badgeline.agent.retry import Backoff, OutageLog
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.models import MAX_ERROR_TEXT, AckRequest
 
@@ -34,6 +36,10 @@ class AckOutbox:
         self.outage = OutageLog("ack", printer_id=client.printer_id)
         self._new_result = asyncio.Event()
         self._confirmed = asyncio.Condition()
+        # Set when the coordinator answers some call after an ack found it away.
+        self._coordinator_back = asyncio.Event()
+        self._waiting_for_coordinator = False
+        client.on_success(self._coordinator_answered)
 
     def notify(self) -> None:
         """A result was journaled: send it now rather than at the next recheck."""
@@ -43,7 +49,7 @@ class AckOutbox:
         while not stopping.is_set():
             if await self.flush():
                 await self._wait_for_news(stopping)
-            elif not await sleep_unless_stopped(self.backoff.next_delay(), stopping):
+            elif not await self._back_off(stopping):
                 return
 
     async def flush(self) -> bool:
@@ -68,6 +74,22 @@ class AckOutbox:
     async def _has_pending(self, job_id: str) -> bool:
         history = await self.journal.history(job_id)
         return any(entry.state in _AWAITING_ACK for entry in history)
+
+    def _coordinator_answered(self) -> None:
+        if self._waiting_for_coordinator:
+            self._coordinator_back.set()
+
+    async def _back_off(self, stopping: asyncio.Event) -> bool:
+        """Wait out the back-off, or less if the coordinator is back; False if stopping."""
+        waits = [asyncio.ensure_future(self._coordinator_back.wait()),
+                 asyncio.ensure_future(stopping.wait())]  # fmt: skip
+        try:
+            await asyncio.wait(waits, timeout=self.backoff.next_delay(),
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        finally:
+            for wait in waits:
+                wait.cancel()
+        return not stopping.is_set()
 
     async def _wait_for_news(self, stopping: asyncio.Event) -> None:
         waits = [asyncio.ensure_future(self._new_result.wait()), asyncio.ensure_future(
@@ -98,10 +120,12 @@ class AckOutbox:
                 pending.job_id, request, correlation_id=trace["correlation_id"]
             )
         except CoordinatorUnavailable as error:
-            return await self._failed(pending, str(error))
+            return await self._failed(pending, str(error), coordinator_away=True)
         except CoordinatorRejected as rejected:
             if rejected.status != 404:
-                return await self._failed(pending, str(rejected))
+                # The coordinator answered: waking on its next answer would only
+                # repeat the refusal, so this one waits out the whole back-off.
+                return await self._failed(pending, str(rejected), coordinator_away=False)
             # The coordinator has no such job (its store was reset): no retry can
             # ever land, and keeping it would block every later ack.
             log_event("ack_abandoned", logging.ERROR, result=str(pending.result),
@@ -111,12 +135,16 @@ class AckOutbox:
                       recorded=answer.recorded, attempts=pending.attempts + 1, **trace)  # fmt: skip
         self.outage.succeeded()
         self.backoff.reset()
+        self._waiting_for_coordinator = False
         await self.journal.mark_acked(pending.job_id, pending.lease_id)
         async with self._confirmed:
             self._confirmed.notify_all()
         return True
 
-    async def _failed(self, pending: PendingAck, problem: str) -> bool:
+    async def _failed(self, pending: PendingAck, problem: str, *, coordinator_away: bool) -> bool:
+        # Only answers after this failure count as the coordinator coming back.
+        self._coordinator_back.clear()
+        self._waiting_for_coordinator = coordinator_away
         self.outage.failed(problem)
         await self.journal.record_ack_attempt(pending.job_id, pending.lease_id)
         return False

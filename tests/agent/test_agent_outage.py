@@ -8,10 +8,14 @@ from typing import Any
 
 import pytest
 
+from badgeline.agent.retry import Backoff
 from badgeline.emulator import PrinterEmulator
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
 from tests.agent.relay import ReplyHoldingRelay
 from tests.helpers import wait_for
+
+# The outbox's back-off in the wake-up test: its first wait is 30-60 s (jitter).
+OUTBOX_BACKOFF_S = 60.0
 
 
 @pytest.fixture
@@ -58,6 +62,34 @@ async def test_results_printed_while_the_coordinator_is_down_are_acked_when_it_r
     await wait_for(lambda: _state_is(kiosk, first, "printed"))
     await wait_for(lambda: _state_is(kiosk, second, "printed"))
     assert [badge.job_id for badge in emulator.printed] == [first, second]
+    assert not await agent.journal.pending_acks()
+
+
+async def test_acks_go_out_as_soon_as_the_coordinator_answers_again_not_after_the_backoff(
+    coordinator: LiveCoordinator, kiosk: Kiosk, emulator: PrinterEmulator,
+    relay: ReplyHoldingRelay, run_agent: Any, badge_ref: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    # GIVEN an agent whose ack outbox backs off for at least 30 s after a failed ack
+    # (its other loops keep the test settings' short back-off)
+    settings = agent_settings(
+        "printer-a", coordinator, emulator, tmp_path / "a",
+        printer={"kind": "emulator", "host": "127.0.0.1", "port": relay.port, "timeout_s": 10},
+        probe_interval_s=60,
+    )  # fmt: skip
+    agent = await run_agent(settings)
+    agent.outbox.backoff = Backoff(OUTBOX_BACKOFF_S, OUTBOX_BACKOFF_S)
+    await wait_for(lambda: _ready(agent))
+    relay.hold_replies()
+    job_id = await kiosk.submit(badge_ref, "printer-a")
+    await emulator.wait_until(lambda e: len(e.printed) == 1)
+    # AND a printed badge whose ack found the coordinator down
+    await coordinator.stop()
+    relay.release_replies()
+    await wait_for(lambda: _ack_attempted(agent, job_id))
+    # WHEN the coordinator comes back (and the heartbeat reaches it)
+    await coordinator.start()
+    # THEN the ack arrives well within the outbox's back-off
+    await wait_for(lambda: _state_is(kiosk, job_id, "printed"), timeout_s=OUTBOX_BACKOFF_S / 4)
     assert not await agent.journal.pending_acks()
 
 
