@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from badgeline.coordinator.config import CoordinatorSettings
@@ -40,44 +41,52 @@ def normalise_decision(raw: str | bytes) -> dict[str, Any]:
     return decision
 
 
+@dataclass(frozen=True)
+class FleetCheck:
+    changes: list[tuple[str, str, str]]  # (printer_id, old state, new state)
+    awaiting_failover: list[str]
+    known: list[str]
+
+
 class FailoverController:
     def __init__(self, store: JobStore, settings: CoordinatorSettings) -> None:
         self.store = store
         self.settings = settings
         self.keys = store.keys
 
-    async def candidates(self, printer_id: str | None = None) -> list[str]:
+    async def candidates(
+        self, printer_id: str | None = None, known: list[str] | None = None
+    ) -> list[str]:
         """Printers that may take over `printer_id`'s work: its pool peers when
-        pools are configured, else every printer of the venue."""
+        pools are configured, else every printer of the venue (`known`, when the
+        caller has just read them)."""
         for members in self.settings.pools.values():
             if printer_id in members:
                 return [p for p in members if p != printer_id]
-        known = await self.store.redis.smembers(self.keys.printers)
-        return sorted(_text(p) for p in known if _text(p) != printer_id)
+        if known is None:
+            known = [_text(p) for p in await self.store.redis.smembers(self.keys.printers)]
+        return sorted(p for p in known if p != printer_id)
 
-    async def check_heartbeats(self) -> list[tuple[str, str, str]]:
+    async def check_heartbeats(self) -> FleetCheck:
         reply = await self.store.scripts["check_heartbeats"](
             [self.keys.printers],
             [self.keys.prefix, int(self.settings.heartbeat_interval_s * 1000),
              self.settings.fail_threshold],
         )  # fmt: skip
-        changes = [_text(x) for x in reply]
+        changes = [_text(x) for x in reply[0]]
         result = [(changes[i], changes[i + 1], changes[i + 2]) for i in range(0, len(changes), 3)]
         for printer_id, previous, state in result:
             log_event("printer_state_changed", logging.WARNING, printer_id=printer_id,
                       previous=previous, state=state, reason="missed heartbeats")  # fmt: skip
-        return result
+        return FleetCheck(
+            changes=result,
+            awaiting_failover=[_text(p) for p in reply[1]],
+            known=sorted(_text(p) for p in reply[2]),
+        )
 
     async def printers_awaiting_failover(self) -> list[str]:
-        waiting = []
-        known = await self.store.redis.smembers(self.keys.printers)
-        for printer_id in sorted(_text(p) for p in known):
-            state, epoch, done = await self.store.redis.hmget(
-                self.keys.printer(printer_id), ["state", "dead_epoch", "failed_over_epoch"]
-            )
-            if state == b"dead" and int(epoch or 0) > int(done or 0):
-                waiting.append(printer_id)
-        return waiting
+        """Dead printers whose death no failover has handled yet (also counts missed beats)."""
+        return (await self.check_heartbeats()).awaiting_failover
 
     async def execute(
         self, printer_id: str, *, mode: str = "auto", reason: str = "printer declared dead",
@@ -130,23 +139,24 @@ class FailoverController:
             log_event("no_healthy_target", logging.ERROR, printer_id=decision["dead_printer_id"],
                       parked=len(decision["parked_job_ids"]))  # fmt: skip
 
-    async def resolve_inflight(self) -> None:
+    async def resolve_inflight(self, known: list[str] | None = None) -> None:
         reply = await self.store.scripts["resolve_inflight"](
             [self.keys.inflight_checks],
-            [self.keys.prefix, json.dumps(await self.candidates()), self.settings.high_water_mark,
+            [self.keys.prefix, json.dumps(await self.candidates(known=known)),
+             self.settings.high_water_mark,
              self.settings.failover_policy, ACTOR, self.keys.wake_channel],
         )  # fmt: skip
         items = [_text(x) for x in reply]
-        for i in range(0, len(items), 3):
-            job_id, decision_id, outcome = items[i : i + 3]
-            await self.log_job_events("inflight_resolved", {job_id: outcome},
+        for i in range(0, len(items), 4):
+            job_id, decision_id, outcome, printer_id = items[i : i + 4]
+            await self.log_job_events("inflight_resolved", {job_id: printer_id},
                                       decision_id=decision_id, outcome=outcome,
                                       inflight_acked=outcome == "acked",
                                       reprinted_inflight=outcome == "reprinted")  # fmt: skip
 
-    async def promote_retries_and_unpark(self) -> None:
+    async def promote_retries_and_unpark(self, known: list[str] | None = None) -> None:
         k = self.keys
-        everyone = json.dumps(await self.candidates())
+        everyone = json.dumps(await self.candidates(known=known))
         promoted = await self.store.scripts["promote_retries"](
             [k.retry], [k.prefix, everyone, self.settings.high_water_mark, ACTOR, k.wake_channel]
         )
@@ -158,11 +168,13 @@ class FailoverController:
         await self.log_job_events("job_unparked", _pairs(unparked))
 
     async def tick(self) -> None:
-        await self.check_heartbeats()
-        for printer_id in await self.printers_awaiting_failover():
-            await self.execute(printer_id)
-        await self.resolve_inflight()
-        await self.promote_retries_and_unpark()
+        # One read of the fleet per tick, shared by every step: a tick costs a
+        # handful of round trips whatever the number of printers.
+        fleet = await self.check_heartbeats()
+        for printer_id in fleet.awaiting_failover:
+            await self.execute(printer_id, targets=await self.candidates(printer_id, fleet.known))
+        await self.resolve_inflight(fleet.known)
+        await self.promote_retries_and_unpark(fleet.known)
 
     async def decisions(self, limit: int = 100) -> list[dict[str, Any]]:
         ids = await self.store.redis.lrange(self.keys.failovers, 0, limit - 1)

@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.keys import VenueKeys
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
 from tests.helpers import job_body, wait_for
 
@@ -133,6 +134,49 @@ async def test_late_ack_within_grace_is_not_reprinted(fleet: TestClient[Any, Any
     assert final["state"] == "printed" and final["possible_duplicate"] is False
 
 
+async def test_a_print_elsewhere_after_an_uncertain_report_is_not_called_acked(
+    aiohttp_client: Any, settings: CoordinatorSettings, redis: Redis
+) -> None:
+    # A long grace, fast-forwarded below: the check must run after printer-b's print.
+    tuned = settings.model_copy(update={"heartbeat_interval_s": 30.0, "ack_grace_s": 600.0,
+                                        "monitor_interval_s": 0.05})  # fmt: skip
+    fleet: TestClient[Any, Any] = await aiohttp_client(create_app(tuned, redis))
+    await beat(fleet, "printer-a")
+    await beat(fleet, "printer-b")
+    [job_id] = await submit(fleet, "printer-a", 1)
+    leased = await lease(fleet, "printer-a")
+    a_token = auth(agent_token("printer-a"))
+    await fleet.post(f"/v1/agents/printer-a/jobs/{job_id}/start",
+                     json={"lease_id": leased["lease_id"]}, headers=a_token)  # fmt: skip
+    assert await beat(fleet, "printer-a", cover_open=True) == "dead"
+    await wait_for(lambda: _decisions(fleet))
+    # WHEN printer-a's agent cannot tell whether it printed, and printer-b prints the job
+    ack = await fleet.post(f"/v1/agents/printer-a/jobs/{job_id}/ack",
+                           json={"lease_id": leased["lease_id"], "result": "uncertain",
+                                 "error": "cover opened mid-badge"}, headers=a_token)  # fmt: skip
+    assert ack.status == 200
+    await beat(fleet, "printer-b")
+    again = await wait_for(lambda: _lease_if_any(fleet, "printer-b"))
+    b_token = auth(agent_token("printer-b"))
+    await fleet.post(f"/v1/agents/printer-b/jobs/{job_id}/start",
+                     json={"lease_id": again["lease_id"]}, headers=b_token)  # fmt: skip
+    await fleet.post(f"/v1/agents/printer-b/jobs/{job_id}/ack",
+                     json={"lease_id": again["lease_id"], "result": "printed"},
+                     headers=b_token)  # fmt: skip
+    assert (await job(fleet, job_id))["state"] == "printed"
+    await redis.zadd(VenueKeys(settings.venue).inflight_checks, {job_id: 0})  # grace is over
+    # THEN the acknowledgement check says where it was printed, not that printer-a acked it
+    decisions = await wait_for(lambda: _resolved(fleet))
+    assert decisions[0]["inflight_resolution"] == {job_id: "printed_elsewhere"}
+
+
+async def _lease_if_any(client: TestClient[Any, Any], printer_id: str) -> dict[str, Any] | None:
+    response = await client.post(f"/v1/agents/{printer_id}/lease?max=1&wait=0",
+                                headers=auth(agent_token(printer_id)))  # fmt: skip
+    jobs = (await response.json())["jobs"]
+    return jobs[0] if jobs else None
+
+
 async def test_no_healthy_target_parks_then_dispatches(fleet: TestClient[Any, Any]) -> None:
     await beat(fleet, "printer-a")
     await beat(fleet, "printer-b", paper="out")
@@ -190,10 +234,14 @@ async def test_full_or_dead_printer_spills_to_a_healthy_peer(
     # THEN it is accepted on printer-b instead of being shed
     assert response.status == 201
     assert (await response.json())["printer_id"] == "printer-b"
-    # AND a job naming a dead printer goes to the live one
+    # AND once printer-a is dead and failed over (its backlog spread over the live
+    # printers), a job naming it goes to a live one
+    await beat(fleet, "printer-c")
     await beat(fleet, "printer-a", jammed=True)
+    await wait_for(lambda: _decisions(fleet))
     response = await fleet.post("/v1/jobs", json=job_body("printer-a"), headers=auth(KIOSK_TOKEN))
-    assert (await response.json())["printer_id"] == "printer-b"
+    assert response.status == 201
+    assert (await response.json())["printer_id"] in ("printer-b", "printer-c")
 
 
 async def test_dead_printer_without_peers_parks_new_jobs(fleet: TestClient[Any, Any]) -> None:

@@ -3,13 +3,18 @@
 --
 -- KEYS[1] printers set
 -- ARGV[1] prefix  ARGV[2] heartbeat interval ms  ARGV[3] failures that make a printer dead
--- Returns a flat list {printer_id, old_state, new_state, ...} of printers that changed.
+-- Returns {changed, awaiting, known}: a flat list {printer_id, old_state, new_state, ...}
+-- of printers that changed, the dead printers whose death no failover has
+-- handled yet (dead_epoch > failed_over_epoch), and every printer of the venue.
+-- One call per monitor tick reads the whole fleet, so a tick costs the same few
+-- round trips for 4 printers or 500.
 local prefix, interval, threshold = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 -- A beat counts as missed a quarter interval after it was due, so a heartbeat
 -- that is a few milliseconds late does not flap a printer to degraded.
 local slack = interval / 4
 local now = now_ms()
 local changed = {}
+local awaiting = {}
 -- Heartbeats can only be missed while some coordinator was up to receive them.
 -- If no monitor has run for a while (every coordinator was down), start
 -- counting afresh from now instead of declaring the whole fleet dead at once.
@@ -20,9 +25,12 @@ if now - tonumber(w[1] or '0') > 2 * interval then
   resumed = now
 end
 redis.call('HSET', watch, 'last_check_ms', now, 'resumed_ms', resumed)
-for _, printer_id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+local known = redis.call('SMEMBERS', KEYS[1])
+for _, printer_id in ipairs(known) do
   local key = printer_key(prefix, printer_id)
-  local f = redis.call('HMGET', key, 'state', 'last_heartbeat_ms', 'consecutive_failures')
+  local f = redis.call('HMGET', key, 'state', 'last_heartbeat_ms', 'consecutive_failures',
+    'dead_epoch', 'failed_over_epoch')
+  local dead_epoch = tonumber(f[4] or '0')
   if f[2] and f[1] ~= 'dead' then
     local since = math.max(tonumber(f[2]), resumed)
     local missed = math.floor((now - since - slack) / interval)
@@ -34,13 +42,18 @@ for _, printer_id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
         redis.call('HSET', key, 'state', new_state, 'state_changed_ms', now,
           'consecutive_healthy', 0)
         if new_state == 'dead' then
-          redis.call('HINCRBY', key, 'dead_epoch', 1)
+          dead_epoch = redis.call('HINCRBY', key, 'dead_epoch', 1)
         end
         table.insert(changed, printer_id)
         table.insert(changed, f[1] or 'new')
         table.insert(changed, new_state)
+        f[1] = new_state
       end
     end
   end
+  if f[1] == 'dead' and dead_epoch > tonumber(f[5] or '0') then
+    table.insert(awaiting, printer_id)
+  end
 end
-return changed
+table.sort(awaiting)
+return {changed, awaiting, known}

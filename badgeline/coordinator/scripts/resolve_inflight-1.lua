@@ -5,18 +5,27 @@
 -- KEYS[1] inflight check zset (job_id -> due ms)
 -- ARGV[1] prefix  ARGV[2] candidate printer ids (JSON)  ARGV[3] high water
 -- ARGV[4] policy: reprint | hold  ARGV[5] actor  ARGV[6] wake channel
--- Returns a flat list {job_id, decision_id, outcome, ...}; outcome is
---   acked | failed_back | reprinted | parked | held
+-- Returns a flat list {job_id, decision_id, outcome, printer_id, ...}; outcome is
+--   acked (printed by the dead printer) | printed_elsewhere (another printer printed it
+--   after an uncertain report sent it on) | failed_back | reprinted | parked | held,
+--   and printer_id, where the job is now.
 local prefix = ARGV[1]
 local now = now_ms()
 local results = {}
 for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
   redis.call('ZREM', KEYS[1], job_id)
   local key = job_key(prefix, job_id)
-  local f = redis.call('HMGET', key, 'state', 'printer_id', 'inflight_decision')
+  local f = redis.call('HMGET', key, 'state', 'printer_id', 'inflight_decision', 'printed_by')
+  local decision_key = prefix .. 'failover:' .. (f[3] or '')
+  local raw = redis.call('GET', decision_key)
+  local decision = raw and cjson.decode(raw)
   local outcome
+  local now_at = f[2] or ''
   if f[1] == 'printed' then
     outcome = 'acked'
+    if decision and f[4] and f[4] ~= decision['dead_printer_id'] then
+      outcome = 'printed_elsewhere'
+    end
   elseif f[1] ~= 'printing' then
     outcome = 'failed_back'
   else
@@ -33,16 +42,14 @@ for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT
         move_job(prefix, job_id, 'printing', target, ARGV[5],
           why .. '; re-dispatched to ' .. target .. ' as a possible duplicate', now, ARGV[6])
         outcome = 'reprinted'
+        now_at = target
       else
         park_job(prefix, job_id, 'printing', ARGV[5], why .. '; parked, no healthy printer', now)
         outcome = 'parked'
       end
     end
   end
-  local decision_key = prefix .. 'failover:' .. (f[3] or '')
-  local raw = redis.call('GET', decision_key)
-  if raw then
-    local decision = cjson.decode(raw)
+  if decision then
     decision['inflight_resolution'] = decision['inflight_resolution'] or {}
     decision['inflight_resolution'][job_id] = outcome
     redis.call('SET', decision_key, cjson.encode(decision))
@@ -50,5 +57,7 @@ for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT
   table.insert(results, job_id)
   table.insert(results, f[3] or '')
   table.insert(results, outcome)
+  table.insert(results, now_at)
+  tally(prefix, job_id)  -- indexes it as a possible duplicate or held
 end
 return results
