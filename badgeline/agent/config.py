@@ -151,6 +151,18 @@ class AgentSettings(TomlThenEnvironment):
         default=True,
         description="rasterise in a memory-capped child process (keep on: hostile PDFs exist)",
     )
+    print_confirmation: Literal["auto", "process_id", "status"] = Field(
+        default="auto",
+        description="how a badge is confirmed printed: `process_id` waits for the printer's"
+        " GS ( H answer (sent once the badge is on paper), `status` trusts a healthy DLE EOT"
+        " right after the bytes (printers without GS ( H), `auto` learns which from the printer",
+    )
+    print_confirm_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=300,
+        description="with process_id: longest wait for a badge to come out before it is uncertain",
+    )
 
     # ------------------------------------------------------------ loops and timing
     heartbeat_interval_s: float = Field(

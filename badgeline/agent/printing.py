@@ -7,15 +7,20 @@ The order is the whole point (invariants 5 and 6):
 2. journal the grant (fsynced) before a single byte goes to the printer, so
    that after a power cut the agent knows this badge may have printed;
 3. send the ESC/POS bytes; a write that fails is journaled `failed`;
-4. confirm with a DLE EOT status probe: ESC/POS cannot say a badge came out,
-   a healthy printer right after the job is the best evidence there is, and
-   a printer that stops answering may have swallowed it (`uncertain`);
+4. confirm: wait for the printer's answer to a GS ( H process ID request,
+   which it sends only once the badge is on paper (printers/completion.py);
+   a fault, silence or no answer in time leaves the badge `uncertain`: it may
+   have died in the printer's buffer, or come out. The agent never prints it
+   again on its own; the coordinator's `uncertain_policy` decides.
+   With `print_confirmation = "status"` (printers without GS ( H), a healthy
+   DLE EOT status right after the bytes confirms it instead: a weaker proof,
+   since a slow printer still holds the badge in its buffer then;
 5. journal the result, then hand it to the ack outbox.
 
 Steps 2-5 are one critical section: a stop waits for it to finish (within
 its grace period). Steps 3-4 also hold the printer lock, which a local test
 print (the status endpoint's POST /test-print) takes too: its bytes can never
-land between a badge's last byte and that badge's confirmation probe.
+land between a badge's last byte and that badge's confirmation.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ from badgeline.agent.journal import Journal, JournalError
 from badgeline.agent.outbox import AckOutbox, clip_error
 from badgeline.agent.prepare import JobTicket, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, PrinterLinkError
+from badgeline.agent.printers.completion import Completion, Outcome
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
 from badgeline.coordinator.events import log_event
-from badgeline.protocol.models import AckRequest, StartResponse
+from badgeline.protocol.models import AckRequest, PrinterHealthReport, StartResponse
 from badgeline.protocol.states import AckResult
 
 
@@ -81,6 +87,8 @@ class PrintLoop:
         queue: asyncio.Queue[PreparedBadge],
         backoff: Backoff,
         printer_lock: asyncio.Lock,
+        confirmation: str = "auto",
+        confirm_timeout_s: float = 30.0,
     ) -> None:
         self.client = client
         self.journal = journal
@@ -92,6 +100,10 @@ class PrintLoop:
         self.backoff = backoff
         self.printer_lock = printer_lock
         self.outage = OutageLog("start", printer_id=client.printer_id)
+        self.confirmation = confirmation
+        self.confirm_timeout_s = confirm_timeout_s
+        # With "auto": whether the printer answers GS ( H, once a badge has shown it.
+        self.process_id_support: bool | None = None
         # The granted badge being printed, if any (for a stop that runs out of time).
         self.current: JobTicket | None = None
 
@@ -172,7 +184,11 @@ class PrintLoop:
             return
         try:
             async with self.printer_lock:
+                by_process_id = self._confirms_by_process_id()
                 await self.link.write(badge.escpos)
+                completion = (
+                    await self.link.await_printed(self.confirm_timeout_s) if by_process_id else None
+                )
                 report = await self.link.probe()  # never raises: a report, not an error
         except PrinterLinkError as error:
             # Every byte up to the cut (the last command) did not reach the
@@ -185,14 +201,50 @@ class PrintLoop:
             self.outbox.notify()
             return
         self.watch.update(report)
-        if can_print(report):
+        if completion is not None:
+            self._learn_support(completion)
+        doubt = self._doubt(completion, report)
+        if doubt is None:
             await self._record_result(ticket, AckResult.PRINTED, None, fence)
             log_event("badge_printed", bytes=len(badge.escpos), **trace)
         else:
-            reason = f"printer status after the print: {report.detail or 'not ready'}"
-            await self._record_result(ticket, AckResult.UNCERTAIN, reason, fence)
-            log_event("print_uncertain", logging.WARNING, error=reason, **trace)
+            await self._record_result(ticket, AckResult.UNCERTAIN, doubt, fence)
+            log_event("print_uncertain", logging.WARNING, error=doubt, **trace)
         self.outbox.notify()
+
+    def _confirms_by_process_id(self) -> bool:
+        if self.confirmation == "auto":
+            return self.process_id_support is not False
+        return self.confirmation == "process_id"
+
+    def _learn_support(self, completion: Completion) -> None:
+        """With "auto": the first response proves GS ( H works; a printer that stayed
+        online through a whole timeout without ever answering does not know it."""
+        if self.confirmation != "auto" or self.process_id_support is not None:
+            return
+        if completion.printed:
+            self.process_id_support = True
+            log_event("print_confirmation", printer_id=self.client.printer_id, by="process_id")
+        elif completion.outcome is Outcome.TIMED_OUT:
+            self.process_id_support = False
+            log_event("print_confirmation", logging.WARNING, printer_id=self.client.printer_id,
+                      by="status", reason="the printer does not answer GS ( H")  # fmt: skip
+
+    def _doubt(self, completion: Completion | None, report: PrinterHealthReport) -> str | None:
+        """Why the badge may not have come out; None when it is confirmed printed."""
+        if completion is None or completion.outcome is Outcome.UNSUPPORTED:
+            # By status: a write-only link cannot hear a process ID response either.
+            if can_print(report):
+                return None
+            return f"printer status after the print: {report.detail or 'not ready'}"
+        if completion.printed:
+            return None
+        if completion.outcome is Outcome.TIMED_OUT:
+            hint = 'a printer without GS ( H needs print_confirmation = "status"'
+            printer_id = self.client.printer_id
+            log_event("print_confirmation_timed_out", logging.WARNING,
+                      printer_id=printer_id, detail=completion.detail, hint=hint)  # fmt: skip
+        return f"not confirmed printed: {completion.detail}"
 
     async def _record_result(
         self, ticket: JobTicket, result: AckResult, reason: str | None, fence: int

@@ -264,6 +264,8 @@ class Agent:
         self._print_loop = PrintLoop(
             client=client, journal=journal, link=link, watch=self.watch, outbox=self._outbox,
             slots=slots, queue=queue, backoff=self._backoff(), printer_lock=self.printer_lock,
+            confirmation=settings.print_confirmation,
+            confirm_timeout_s=settings.print_confirm_timeout_s,
         )  # fmt: skip
         lease_loop = LeaseLoop(
             client=client, journal=journal, preparer=self._preparer, watch=self.watch,

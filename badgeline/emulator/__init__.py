@@ -1,6 +1,6 @@
 """A TCP ESC/POS printer for tests and the demo: the ground truth of what was printed."""
 
-from badgeline.emulator.decoder import EscPosDecoder, PageCut, StatusRequest
+from badgeline.emulator.decoder import EscPosDecoder, PageCut, ProcessIdRequest, StatusRequest
 from badgeline.emulator.page import Align, Page, RasterBlock, TextLine, TextStyle
 from badgeline.emulator.printhead import PrintedBadge, job_ids_in
 from badgeline.emulator.render import render_page
@@ -16,6 +16,7 @@ __all__ = [
     "PrintedBadge",
     "PrinterCondition",
     "PrinterEmulator",
+    "ProcessIdRequest",
     "RasterBlock",
     "StatusRequest",
     "TextLine",

@@ -40,6 +40,11 @@ FS_PARAMS = {
 # DLE DC4 fn -> parameters after fn (pulse, power-off, buzzer, status, clear buffer).
 DLE_DC4_PARAMS = {1: 2, 2: 2, 3: 5, 7: 1, 8: 7}
 
+# GS ( H pL pH fn m d1..d4: fn 48 m 48 is the process ID response (pL 6, pH 0).
+PROCESS_ID_CLASS = 0x48
+PROCESS_ID_FUNCTION = b"00"
+PROCESS_ID_LENGTH = b"\x06\x00"
+
 CUT_ONLY = frozenset({0, 1, 48, 49})  # GS V m
 CUT_WITH_FEED = frozenset({65, 66, 97, 98, 103, 104})  # GS V m n
 PARTIAL_CUTS = frozenset({1, 49, 66, 98, 104})

@@ -41,6 +41,9 @@ from badgeline.emulator.commands import (
     HT,
     LF,
     PARTIAL_CUTS,
+    PROCESS_ID_CLASS,
+    PROCESS_ID_FUNCTION,
+    PROCESS_ID_LENGTH,
     RASTER_DOT_SCALE,
     TAB_STOPS_MAX,
 )
@@ -66,7 +69,19 @@ class PageCut:
     partial: bool
 
 
-Event = StatusRequest | PageCut
+@dataclass(frozen=True)
+class ProcessIdRequest:
+    """`GS ( H` fn 48: answer `37 22 d1..d4 00` once everything before it is processed.
+
+    Unlike DLE EOT this is not a real-time command: it waits its turn behind
+    the data received before it, and for printing data "processed" means on
+    paper (Epson's ESC/POS reference, GS ( H <Function 48>).
+    """
+
+    process_id: bytes  # d1..d4, each 0x20..0x7E
+
+
+Event = StatusRequest | PageCut | ProcessIdRequest
 
 
 @dataclass
@@ -366,6 +381,19 @@ class EscPosDecoder:
         self._skip_bytes = self._buffer[pos + 3]
         return 4
 
+    def _gs_lparen(self, pos: int) -> int:
+        """`GS ( fn pL pH ...`: length-prefixed; `GS ( H` fn 48 m 48 asks for a process ID."""
+        if self._available(pos) < 5:
+            return NEED_MORE
+        command, length = self._buffer[pos + 2], self._buffer[pos + 3 : pos + 5]
+        if command != PROCESS_ID_CLASS or length != PROCESS_ID_LENGTH:
+            return self._length_prefixed(pos)
+        if self._available(pos) < 11:
+            return NEED_MORE
+        if self._buffer[pos + 5 : pos + 7] == PROCESS_ID_FUNCTION:
+            self._events.append(ProcessIdRequest(bytes(self._buffer[pos + 7 : pos + 11])))
+        return 11
+
     # ------------------------------------------------------------ DLE and FS
 
     def _dle(self, pos: int) -> int:
@@ -417,7 +445,7 @@ _ESC_VARIABLE: dict[int, _Handler] = {
     0x44: EscPosDecoder._esc_tab_stops,
 }
 _GS_VARIABLE: dict[int, _Handler] = {
-    0x28: EscPosDecoder._length_prefixed,
+    0x28: EscPosDecoder._gs_lparen,
     0x2A: EscPosDecoder._gs_downloaded_image,
     0x38: EscPosDecoder._gs_graphics_long,
     0x56: EscPosDecoder._gs_cut,

@@ -8,6 +8,7 @@ import logging
 import signal
 from pathlib import Path
 
+from badgeline.emulator.printhead import DEFAULT_BUFFER_BYTES
 from badgeline.emulator.server import PrinterEmulator
 from badgeline.emulator.state import Fault, PrinterCondition
 
@@ -18,6 +19,13 @@ def _ms_per_badge(text: str) -> int:
     value = int(text)
     if not 0 <= value <= PrinterCondition.MAX_MS_PER_BADGE:
         raise argparse.ArgumentTypeError(f"must be within 0..{PrinterCondition.MAX_MS_PER_BADGE}")
+    return value
+
+
+def _buffer_bytes(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
     return value
 
 
@@ -38,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--ms-per-badge", type=_ms_per_badge, default=0, help="slow mode: delay per badge"
     )
+    parser.add_argument(
+        "--buffer-bytes",
+        type=_buffer_bytes,
+        default=DEFAULT_BUFFER_BYTES,
+        help=f"receive buffer: bytes received but not yet printed (default {DEFAULT_BUFFER_BYTES})",
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
 
 
@@ -57,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 async def _serve(args: argparse.Namespace) -> None:
     emulator = PrinterEmulator(
         args.host, args.port, args.control_port, args.out,
-        fault=args.fault, ms_per_badge=args.ms_per_badge,
+        fault=args.fault, ms_per_badge=args.ms_per_badge, buffer_bytes=args.buffer_bytes,
     )  # fmt: skip
     stop_requested = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,8 +1,10 @@
 """The emulator as a process component: ESC/POS over TCP plus its control API.
 
 Each TCP connection has its own decoder, so a job is what arrives between
-cuts on one connection; every connection feeds the one print head, as a
-real printer has one head however many hosts talk to it.
+cuts on one connection; every connection feeds the one print head and its
+bounded receive buffer, as a real printer has one head however many hosts
+talk to it. A connection reads its socket only while the buffer has room
+(printhead.py says what fills it and what a fault does to it).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from typing import Any
 from aiohttp import web
 
 from badgeline.emulator.control import create_control_app
-from badgeline.emulator.decoder import EscPosDecoder, PageCut, StatusRequest
+from badgeline.emulator.decoder import EscPosDecoder, PageCut, ProcessIdRequest, StatusRequest
 from badgeline.emulator.page import Page
-from badgeline.emulator.printhead import PrintedBadge, PrintHead
+from badgeline.emulator.printhead import DEFAULT_BUFFER_BYTES, PrintedBadge, PrintHead
 from badgeline.emulator.state import Fault, PrinterCondition
 
 logger = logging.getLogger(__name__)
@@ -32,12 +34,21 @@ STOP_GRACE_S = 5.0
 
 
 class _Connection:
-    def __init__(self, number: int) -> None:
+    def __init__(self, number: int, writer: asyncio.StreamWriter) -> None:
         self.number = number
+        self.writer = writer
         self.decoder = EscPosDecoder()
-        # Content arrived while the printer could not print: the page that
-        # holds it is lost even if the fault clears before the cut.
+        # Content arrived while the printer could not print, or a fault cleared
+        # the buffer while it held this page's start: the page is lost even if
+        # the fault clears before the cut.
         self.page_spoiled = False
+        # Bytes read since the last cut, held in the receive buffer.
+        self.receiving = 0
+
+    def reply(self, data: bytes) -> None:
+        """Send a late reply (a process ID response); gone with the connection."""
+        if not self.writer.is_closing():
+            self.writer.write(data)
 
 
 class PrinterEmulator:
@@ -52,14 +63,16 @@ class PrinterEmulator:
         *,
         fault: Fault = Fault.NONE,
         ms_per_badge: int = 0,
+        buffer_bytes: int = DEFAULT_BUFFER_BYTES,
     ) -> None:
         self.host = host
         self.out_dir = Path(out_dir).resolve()
         self.condition = PrinterCondition(fault, ms_per_badge)
         self._requested_ports = (port, control_port)
         self._bound_ports: tuple[int, int] | None = None
-        self._head = PrintHead(self.condition, self.out_dir)
+        self._head = PrintHead(self.condition, self.out_dir, buffer_bytes)
         self._connection_numbers = itertools.count(1)
+        self._connections: set[_Connection] = set()
         self._connection_writers: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
         self._tcp_server: asyncio.Server | None = None
         self._control_runner: web.AppRunner | None = None
@@ -157,6 +170,8 @@ class PrinterEmulator:
         if value != self.condition.fault:
             logger.info("fault %s -> %s", self.condition.fault, value)
         self.condition.fault = value
+        if not self.condition.can_print:
+            self._clear_buffer(f"the buffer was cleared: {value}")
         self._head.notify()
 
     @property
@@ -183,9 +198,13 @@ class PrinterEmulator:
             "printed": len(self._head.printed),
             "queued": self._head.queued,
             "printing": self._head.printing,
+            "buffer_bytes": self._head.buffer_bytes,
+            "held_bytes": self._head.held_bytes,
             "discarded": counters.discarded,
             "abandoned": counters.abandoned,
             "status_queries": counters.status_queries,
+            "process_ids_answered": counters.process_ids_answered,
+            "process_ids_dropped": counters.process_ids_dropped,
             "connections": counters.connections,
             "connections_total": counters.connections_total,
         }
@@ -208,7 +227,8 @@ class PrinterEmulator:
         task = asyncio.current_task()
         assert task is not None
         self._connection_writers[task] = writer
-        connection = _Connection(next(self._connection_numbers))
+        connection = _Connection(next(self._connection_numbers), writer)
+        self._connections.add(connection)
         self._count_connection(+1)
         # Debug level: agents may open a connection for every status probe.
         peer = writer.get_extra_info("peername")
@@ -222,6 +242,7 @@ class PrinterEmulator:
             logger.exception("connection %d failed", connection.number)
         finally:
             self._connection_writers.pop(task, None)
+            self._connections.discard(connection)
             self._close_connection(connection)
             writer.close()
             with contextlib.suppress(ConnectionError):
@@ -233,7 +254,7 @@ class PrinterEmulator:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
-        while chunk := await reader.read(READ_SIZE):
+        while chunk := await reader.read(min(READ_SIZE, await self._head.wait_for_room())):
             replies = self._handle_chunk(connection, chunk)
             if replies:
                 writer.write(replies)
@@ -245,6 +266,7 @@ class PrinterEmulator:
         Runs without awaiting, so the fault is the same for the whole chunk.
         """
         can_print = self.condition.can_print
+        self._hold(connection, len(chunk))
         replies = bytearray()
         for event in connection.decoder.feed(chunk):
             if isinstance(event, StatusRequest):
@@ -252,21 +274,49 @@ class PrinterEmulator:
                 replies += self.condition.status_reply(event.query) or b""
             elif isinstance(event, PageCut):
                 self._handle_cut(connection, event.page, can_print)
-        if not can_print and connection.decoder.has_pending_content:
+            elif isinstance(event, ProcessIdRequest):
+                self._handle_process_id(connection, event.process_id, can_print)
+        if not connection.decoder.has_pending_content:
+            # Commands that print nothing (status queries, settings) leave the buffer at once.
+            self._hold(connection, -connection.receiving)
+        elif not can_print:
             connection.page_spoiled = True
         self._head.notify()
         return bytes(replies)
 
     def _handle_cut(self, connection: _Connection, page: Page, can_print: bool) -> None:
+        # The page holds what its connection sent since the last cut (to the
+        # read that carried the cut: close enough for a buffer model).
+        size = connection.receiving
+        self._hold(connection, -size)
         if page.truncated:
             logger.warning("connection %d: page exceeded the emulator's limits", connection.number)
         if not can_print:
             self._head.discard(page, connection.number, f"printer is {self.condition.fault}")
         elif connection.page_spoiled:
-            self._head.discard(page, connection.number, "data arrived during a fault")
+            self._head.discard(page, connection.number, "a fault cleared part of it")
         else:
-            self._head.submit(page, connection.number)
+            self._head.submit(page, connection.number, size)
         connection.page_spoiled = False
+
+    def _handle_process_id(
+        self, connection: _Connection, process_id: bytes, can_print: bool
+    ) -> None:
+        if can_print:
+            self._head.submit_process_id(process_id, connection.number, connection.reply)
+        else:
+            # An offline printer keeps it in a buffer that the fault's recovery clears.
+            self._head.counters.process_ids_dropped += 1
+
+    def _hold(self, connection: _Connection, change: int) -> None:
+        connection.receiving += change
+        self._head.receiving_bytes += change
+
+    def _clear_buffer(self, reason: str) -> None:
+        self._head.flush(reason)
+        for connection in self._connections:
+            if connection.decoder.has_pending_content:
+                connection.page_spoiled = True
 
     def _count_connection(self, change: int) -> None:
         self._head.counters.connections += change
@@ -276,6 +326,7 @@ class PrinterEmulator:
 
     def _close_connection(self, connection: _Connection) -> None:
         decoder = connection.decoder
+        self._hold(connection, -connection.receiving)
         if decoder.has_pending_content:
             # Paper printed but never cut is not a badge anyone can take away.
             self._head.counters.abandoned += 1

@@ -1,18 +1,17 @@
-"""Known loss, reproduced on purpose (found by bench/chaos.py, seed 90210).
+"""A loss found by bench/chaos.py (seed 90210), reproduced, and now fixed.
 
-The agent confirms a badge `printed` when the printer took its bytes and then
-answered a healthy DLE EOT status: ESC/POS has nothing better. A slow printer
-keeps taking badges into its buffer faster than it prints them, so the agent
-runs ahead of the paper. When the paper runs out (or the printer jams or goes
-offline) with badges still in that buffer, the emulator ruins them, as a real
-printer that loses its buffer would: they never come out, yet the coordinator
-holds them as `printed` and nobody is told. The checker counts them as lost.
+The agent used to confirm a badge `printed` when the printer had taken its
+bytes and then answered a healthy DLE EOT status. A slow printer keeps taking
+badges into its buffer faster than it prints them, so the agent ran ahead of
+the paper; when the paper ran out (or the printer jammed or went offline) with
+badges still in that buffer, the emulator lost them, as a real printer that
+clears its buffer does, while the coordinator held them as `printed`.
 
-This test asserts the invariant (nothing accepted is lost) and is expected to
-fail until the agent stops confirming badges the printer has not finished
-(e.g. a print-completion handshake such as Epson's GS ( H process ID response,
-and a bounded buffer in the emulator). `strict=True`: when it starts passing,
-remove the marker.
+Now the agent confirms a badge only when the printer answers the GS ( H
+process ID request sent after it, which the printer does once the badge is on
+paper; a fault before that makes the badge `uncertain`, and the coordinator
+re-dispatches it (flagged possible_duplicate). This test keeps the scenario:
+a slow printer, a badge in its buffer when the paper runs out.
 """
 
 from __future__ import annotations
@@ -38,12 +37,7 @@ PRINTER = "printer-a"
 JOBS = 5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known loss: badges confirmed while still in the printer's buffer",
-)
-async def test_badges_confirmed_while_still_in_a_slow_printer_survive_a_paper_out(
+async def test_badges_in_a_slow_printers_buffer_survive_a_paper_out(
     tmp_path: Path,
 ) -> None:
     venue = ChaosVenue(tmp_path / "venue", (PRINTER,), coordinators=1)
@@ -53,8 +47,8 @@ async def test_badges_confirmed_while_still_in_a_slow_printer_survive_a_paper_ou
         await venue.set_speed(PRINTER, 1500)
         submissions = await submit(venue, await upload_badge(venue), JOBS)
         job_ids = {s.job_id for s in submissions if s.job_id is not None}
-        # AND the agent has confirmed more badges than have come out
-        await venue.wait_for(lambda: agent_ahead_of_paper(venue, job_ids), "the agent to run ahead")
+        # AND two have come out, and the printer is printing the next one
+        await venue.wait_for(lambda: badge_in_the_printer(venue), "a badge in the printer")
 
         # WHEN the paper runs out, and is put back once the printer has stopped
         await venue.set_fault(PRINTER, "paper_out")
@@ -98,10 +92,9 @@ async def submit(venue: ChaosVenue, ref: str, count: int) -> list[Submission]:
     return submissions
 
 
-async def agent_ahead_of_paper(venue: ChaosVenue, job_ids: set[str]) -> bool:
-    jobs = await fetch_jobs(venue, sorted(job_ids))
-    confirmed = sum(1 for job in jobs.values() if job["state"] == "printed")
-    return confirmed >= 3 and len(await venue.printed_rows()) < confirmed
+async def badge_in_the_printer(venue: ChaosVenue) -> bool:
+    status = await venue.get(venue.emulator_url(PRINTER) + "/status")
+    return bool(status["printed"] >= 2 and status["printing"])
 
 
 async def printer_idle(venue: ChaosVenue) -> bool:

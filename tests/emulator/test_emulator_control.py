@@ -22,9 +22,13 @@ async def test_given_a_fresh_printer_then_status_reports_its_condition(
         "printed": 0,
         "queued": 0,
         "printing": False,
+        "buffer_bytes": 16384,
+        "held_bytes": 0,
         "discarded": 0,
         "abandoned": 0,
         "status_queries": 0,
+        "process_ids_answered": 0,
+        "process_ids_dropped": 0,
         "connections": 0,
         "connections_total": 0,
     }

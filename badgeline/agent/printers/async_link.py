@@ -12,8 +12,16 @@ talks to the printer meanwhile.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from types import TracebackType
 
+from badgeline.agent.printers.completion import (
+    Completion,
+    Outcome,
+    ProcessIds,
+    await_process_id,
+)
+from badgeline.agent.printers.errors import PrinterLinkError, StatusUnavailableError
 from badgeline.agent.printers.link import PrinterLink
 from badgeline.agent.printers.status import StatusQuery, probe_health
 from badgeline.protocol.models import PrinterHealthReport
@@ -27,6 +35,7 @@ class AsyncPrinterLink:
 
     def __init__(self, link: PrinterLink) -> None:
         self.link = link
+        self._process_ids = ProcessIds()
 
     @property
     def probe_backstop_s(self) -> float:
@@ -52,6 +61,25 @@ class AsyncPrinterLink:
                 detail=f"status probe of {self.link.description} did not finish "
                 f"within {self.probe_backstop_s:.0f} s",
             )
+
+    async def await_printed(self, within_s: float) -> Completion:
+        """Wait until everything written so far is on paper (GS ( H); never raises.
+
+        The link stays locked meanwhile (a probe waits, see ``completion``), so
+        the wait is bounded: ``within_s`` plus a backstop for a stuck driver.
+        """
+        exchange = partial(await_process_id, process_id=self._process_ids.next(), within_s=within_s)
+        backstop_s = within_s + self.probe_backstop_s
+        try:
+            async with asyncio.timeout(backstop_s):
+                return await asyncio.to_thread(self.link.converse, exchange)
+        except TimeoutError:
+            detail = f"waiting for the print completion did not finish within {backstop_s:.0f} s"
+            return Completion(Outcome.SILENT, detail)
+        except StatusUnavailableError as error:
+            return Completion(Outcome.UNSUPPORTED, str(error))
+        except PrinterLinkError as error:
+            return Completion(Outcome.LINK_LOST, str(error))
 
     async def close(self) -> None:
         await asyncio.to_thread(self.link.close)

@@ -1,0 +1,159 @@
+"""Print completion: has the badge really come out? ESC/POS `GS ( H` process ID responses.
+
+A printer takes a badge's bytes into its receive buffer long before the badge
+is on paper, and DLE EOT answers at once (it is a real-time command), so a
+healthy status right after the last byte proves nothing about the paper. A
+slow printer that faults with badges in its buffer loses them, and an agent
+that confirmed them on a status probe has told the coordinator `printed` for
+badges nobody got.
+
+``GS ( H`` fn 48 (``1D 28 48 06 00 30 30 d1 d2 d3 d4``) is not real-time: the
+printer answers it, with ``37 22 d1 d2 d3 d4 00``, once it has processed
+everything received before it, and "processed" for printing data means
+printed (Epson's ESC/POS reference, GS ( H <Function 48>). Data that an
+error recovery clears, with the buffer, is never answered. So after a badge
+the agent sends a process ID request and waits for its own ID:
+
+- the response arrived: the badge is on paper (``PRINTED``);
+- meanwhile the agent polls ``DLE EOT 1`` every ``poll_s``: the printer went
+  offline (jam, cover open, paper end) before answering (``FAULT``), or it
+  stopped answering altogether (``SILENT``);
+- no response within ``within_s`` although the printer said it was online
+  (``TIMED_OUT``): a printer printing far slower than expected, or one that
+  ignores GS ( H (see the agent's ``print_confirmation``).
+
+Every outcome but PRINTED leaves the badge's fate unknown: the agent reports
+it ``uncertain``. Only a printer that answers status can answer this; a
+write-only link has no completion at all.
+
+Replies share one byte stream, which the ``ReplySorter`` splits: a process ID
+response starts with 0x37, which is never a status byte (status bytes have
+bit 0 clear), and has a fixed length, so status bytes and responses can be
+told apart even though the ID's own bytes may look like status bytes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from badgeline.agent.printers.link import LinkIo
+from badgeline.agent.printers.status import OFFLINE, StatusQuery, is_status_byte
+
+PROCESS_ID_REQUEST = b"\x1d\x28\x48\x06\x00\x30\x30"  # GS ( H pL=6 pH=0 fn=48 m=48
+RESPONSE_HEADER = 0x37
+RESPONSE_IDENTIFIER = 0x22
+RESPONSE_SIZE = 7  # header, identifier, d1..d4, NUL
+POLL_QUERY = StatusQuery.PRINTER.command  # DLE EOT 1: bit 3 is "offline"
+DEFAULT_POLL_S = 0.2
+
+
+class Outcome(StrEnum):
+    PRINTED = "printed"
+    FAULT = "fault"
+    SILENT = "silent"
+    TIMED_OUT = "timed_out"
+    LINK_LOST = "link_lost"  # the connection broke while waiting
+    UNSUPPORTED = "unsupported"  # the link cannot read replies (write-only device node)
+
+
+@dataclass(frozen=True)
+class Completion:
+    outcome: Outcome
+    detail: str
+
+    @property
+    def printed(self) -> bool:
+        return self.outcome is Outcome.PRINTED
+
+
+class ProcessIds:
+    """Four ASCII digits per request, counting on from a random start.
+
+    Random so that a response meant for an earlier agent run (USB keeps the
+    printer's output across our restarts) is unlikely to match a new request.
+    """
+
+    def __init__(self) -> None:
+        self._numbers = itertools.count(random.randrange(10_000))
+
+    def next(self) -> bytes:
+        return b"%04d" % (next(self._numbers) % 10_000)
+
+
+def process_id_request(process_id: bytes) -> bytes:
+    if len(process_id) != 4 or not all(0x20 <= byte <= 0x7E for byte in process_id):
+        raise ValueError(f"a process ID is 4 bytes of 0x20..0x7E, not {process_id!r}")
+    return PROCESS_ID_REQUEST + process_id
+
+
+@dataclass
+class ReplySorter:
+    """Splits what a printer sends into process ID responses and status bytes."""
+
+    process_ids: list[bytes] = field(default_factory=list)
+    status: list[int] = field(default_factory=list)
+    _pending: bytearray = field(default_factory=bytearray)
+
+    def feed(self, data: bytes) -> None:
+        self._pending += data
+        while self._pending:
+            if self._pending[0] != RESPONSE_HEADER:
+                byte = self._pending.pop(0)
+                if is_status_byte(byte):
+                    self.status.append(byte)
+                continue  # anything else is noise: ignored, like the probe does
+            if len(self._pending) < RESPONSE_SIZE:
+                return  # the rest of the response is still on its way
+            frame = bytes(self._pending[:RESPONSE_SIZE])
+            if frame[1] == RESPONSE_IDENTIFIER and frame[-1] == 0:
+                self.process_ids.append(frame[2:6])
+                del self._pending[:RESPONSE_SIZE]
+            else:
+                del self._pending[:1]  # not a response after all: resynchronise
+
+
+def await_process_id(
+    io: LinkIo,
+    process_id: bytes,
+    *,
+    within_s: float,
+    poll_s: float = DEFAULT_POLL_S,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Completion:
+    """Send a process ID request after what was written, and wait for its response.
+
+    Blocking; runs under the link's lock (``PrinterLink.converse``), so no
+    other query can read, or drain, the response meanwhile. Link errors
+    propagate (the caller maps them).
+    """
+    io.drain()  # stale replies (an abandoned earlier wait) must not be read as ours
+    io.write(process_id_request(process_id))
+    sorter = ReplySorter()
+    deadline = clock() + within_s
+    while True:
+        io.write(POLL_QUERY)
+        # Read until the poll's status byte: a response sent before it comes first.
+        while not sorter.status:
+            reply = io.read()
+            if reply is None:
+                return Completion(
+                    Outcome.SILENT, "the printer stopped answering before the badge was out"
+                )
+            sorter.feed(reply)
+            if process_id in sorter.process_ids:
+                return Completion(Outcome.PRINTED, "process ID response received")
+        if sorter.status.pop() & OFFLINE:
+            return Completion(Outcome.FAULT, "the printer went offline before the badge was out")
+        sorter.status.clear()
+        if clock() >= deadline:
+            return Completion(
+                Outcome.TIMED_OUT,
+                f"no process ID response within {within_s:g} s though the printer is online",
+            )
+        sleep(poll_s)
