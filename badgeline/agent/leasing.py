@@ -8,6 +8,12 @@ work its peers could print, until those leases expire.
 It does not lease while the printer cannot print (offline, cover open, out of
 paper): the jobs then stay queued on the coordinator, where its failover can
 move them, instead of waiting here for a printer that may not come back.
+
+A new lease's badge is fetched and rasterised while the lease is being
+journaled (an fsync): neither has any effect outside this process, and the
+print loop asks for the start grant only for a badge that is both journaled
+and prepared. On an idle printer that takes the journal write off the way
+from scan to print.
 """
 
 from __future__ import annotations
@@ -100,23 +106,29 @@ class LeaseLoop:
 
     async def _take(self, job: LeasedJob, stopping: asyncio.Event) -> None:
         ticket = JobTicket(self.client.printer_id, job.job_id, job.lease_id, dict(job.job))
+        preparing = asyncio.ensure_future(self.preparer.prepare(ticket))
         try:
             await self._after_own_results_confirmed(ticket)
             entry = await self.journal.record_lease(job.job_id, job.lease_id, job.job)
         except JournalError as error:
             # Without a journaled lease there is no safe print; the coordinator
             # takes the job back when the lease expires.
+            _abandon(preparing)
             log_event("journal_failed", logging.ERROR, error=str(error), **ticket.trace())
             await self.slots.give_back()
             await sleep_unless_stopped(self.backoff.next_delay(), stopping)
             return
+        except BaseException:
+            _abandon(preparing)
+            raise
         if entry.state is not LocalJobState.LEASED:
+            _abandon(preparing)
             log_event("lease_not_printed", logging.WARNING, state=str(entry.state),
                       reason=entry.error, **ticket.trace())  # fmt: skip
             await self.slots.give_back()
             return
         log_event("lease_journaled", **ticket.trace())
-        await self._prepare_and_queue(ticket, stopping)
+        await self._queue_when_prepared(ticket, preparing, stopping)
 
     async def _after_own_results_confirmed(self, ticket: JobTicket) -> None:
         """Let the outbox record the confirmation of this job's earlier result first.
@@ -131,8 +143,15 @@ class LeaseLoop:
             log_event("earlier_result_unconfirmed", logging.WARNING, **ticket.trace())
 
     async def _prepare_and_queue(self, ticket: JobTicket, stopping: asyncio.Event) -> None:
+        preparing = asyncio.ensure_future(self.preparer.prepare(ticket))
+        await self._queue_when_prepared(ticket, preparing, stopping)
+
+    async def _queue_when_prepared(
+        self, ticket: JobTicket, preparing: asyncio.Future[PreparedBadge], stopping: asyncio.Event
+    ) -> None:
+        """Queue the badge for the print loop once prepared; a journaled lease only."""
         try:
-            badge = await self.preparer.prepare(ticket)
+            badge = await preparing
         except BadgeUnprintable as unprintable:
             await self._fail_before_grant(ticket, unprintable.reason)
             return
@@ -150,3 +169,11 @@ class LeaseLoop:
         else:
             self.outbox.notify()
         await self.slots.give_back()
+
+
+def _abandon(preparing: asyncio.Future[PreparedBadge]) -> None:
+    """Drop a badge being prepared for a lease that will not print."""
+    preparing.cancel()
+    # If it had already finished with a refusal, retrieve that, so asyncio does
+    # not log it as an exception nobody looked at.
+    preparing.add_done_callback(lambda done: done.cancelled() or done.exception())
