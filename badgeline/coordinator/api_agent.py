@@ -85,7 +85,7 @@ async def lease(request: web.Request) -> web.Response:
                 return json_response(LeaseResponse(jobs=[]))
             jobs = await coordinator.store.lease(printer_id, max_jobs, actor)
             remaining = deadline - loop.time()
-            if jobs or remaining <= 0:
+            if jobs or remaining <= 0 or coordinator.wakeups.closing:
                 break
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(woken.wait(), remaining)

@@ -76,8 +76,15 @@ def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
     dashboard.setup(app)
     enrolment.install(app)  # after the dashboard's session middleware: a cookie wins
     ratelimit.install(app)  # after enrolment's: limits need the caller
+    app.on_shutdown.append(_end_long_polls)
     app.cleanup_ctx.append(_background)
     return app
+
+
+async def _end_long_polls(app: web.Application) -> None:
+    # Runs before aiohttp waits for open requests: a parked lease long-poll
+    # would otherwise hold a SIGTERM for up to its whole `wait`.
+    app[COORDINATOR].wakeups.end_waits()
 
 
 async def _background(app: web.Application) -> AsyncIterator[None]:

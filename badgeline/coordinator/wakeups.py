@@ -31,6 +31,7 @@ class WakeHub:
         self._task: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
         self._stopping = False
+        self.closing = False  # set at shutdown: long-polls stop waiting
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._listen_forever(), name="wake-hub")
@@ -66,6 +67,12 @@ class WakeHub:
     def wake(self, printer_id: str) -> None:
         for event in self._waiters.get(printer_id, ()):
             event.set()
+
+    def end_waits(self) -> None:
+        """At shutdown: answer every parked long-poll now (with no jobs) instead of
+        letting the server wait out their `wait` before it can stop."""
+        self.closing = True
+        self.wake_everyone()
 
     def wake_everyone(self) -> None:
         for events in self._waiters.values():

@@ -6,9 +6,15 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import aiohttp
+from aiohttp import web
 from aiohttp.test_utils import TestClient
+from redis.asyncio import Redis
 
+from badgeline.coordinator.app import create_app
+from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR
+from tests.conftest import agent_token, auth
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.helpers import wait_for
@@ -44,6 +50,31 @@ async def test_a_wake_for_another_printer_does_not_end_the_poll(client: Client) 
     # THEN printer-a's poll runs out empty and printer-b's job is still queued for printer-b
     assert await poll == []
     assert len(await flows.queue_ids(client, "printer-b")) == 1
+
+
+async def test_stopping_answers_parked_long_polls_at_once(
+    redis: Redis, settings: CoordinatorSettings
+) -> None:
+    # GIVEN a coordinator serving on a real socket, with an agent parked in a 120 s poll
+    app = create_app(settings.model_copy(update={"lease_max_wait_s": 120.0}), redis)
+    runner = web.AppRunner(app)  # aiohttp's default: waits up to 60 s for open requests
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    async with aiohttp.ClientSession() as session:
+        poll = asyncio.create_task(session.post(
+            f"http://127.0.0.1:{port}/v1/agents/printer-a/lease?wait=120",
+            headers=auth(agent_token("printer-a")),
+        ))  # fmt: skip
+        hub = app[COORDINATOR].wakeups
+        await wait_for(lambda: _true(hub.waiting("printer-a") == 1), timeout_s=10)
+        # WHEN it stops (SIGTERM runs this same cleanup)
+        stopping = asyncio.create_task(runner.cleanup())
+        # THEN the poll is answered, empty, instead of being cut off after 60 s
+        answer = await asyncio.wait_for(poll, timeout=45)
+        assert answer.status == 200 and (await answer.json())["jobs"] == []
+        await asyncio.wait_for(stopping, timeout=45)
 
 
 async def _true(value: bool) -> bool:
