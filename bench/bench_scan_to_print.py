@@ -124,8 +124,9 @@ def printed_at(venue: LocalVenue, printer_id: str, job_id: str) -> float | None:
 STAGES = (
     ("coordinator", "job_enqueued"),
     ("coordinator", "job_leased"),
-    ("agent", "lease_journaled"),
-    ("agent", "badge_prepared"),  # logged at DEBUG only: --agent-debug-log
+    ("agent", "lease_journaled"),  # written while the badge is fetched and rendered
+    ("agent", "badge_fetched"),  # logged at DEBUG only: --agent-debug-log
+    ("agent", "badge_prepared"),  # idem: fetched and rendered
     ("coordinator", "start_granted"),
     ("agent", "badge_printed"),
     ("agent", "ack_confirmed"),
@@ -198,8 +199,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=200, help="measured jobs")
     parser.add_argument("--warmup", type=int, default=5, help="jobs run first, not measured")
     parser.add_argument("--agent-debug-log", action="store_true",
-                        help="agents log at DEBUG, adding badge_prepared (fetched and rendered)"
-                        " to the breakdown, at the cost of more logging")  # fmt: skip
+                        help="agents log at DEBUG, adding badge_fetched and badge_prepared"
+                        " (fetched and rendered) to the breakdown, at the cost of more"
+                        " logging")  # fmt: skip
     args = parser.parse_args()
     if args.agent_debug_log:
         os.environ["BADGELINE_AGENT_LOG_LEVEL"] = "DEBUG"

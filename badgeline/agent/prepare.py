@@ -102,6 +102,7 @@ class BadgePreparer:
             pdf = await self.fetcher.fetch(ticket.badge_pdf_ref)
         except FetchRefused as refused:
             raise BadgeUnprintable(f"badge PDF unavailable: {refused.reason}") from None
+        log_event("badge_fetched", logging.DEBUG, pdf_bytes=len(pdf), **ticket.trace())
         footer_job_id = ticket.job_id if self.footer else None
         try:
             escpos = await asyncio.to_thread(self._render, pdf, footer_job_id)
