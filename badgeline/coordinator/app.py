@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from aiohttp import web
-from redis.asyncio import Redis
 
 from badgeline.coordinator import (
     api_agent,
@@ -27,6 +26,7 @@ from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.http import correlation_middleware, error_middleware, json_response
 from badgeline.coordinator.lease_scanner import expire_leases_once
 from badgeline.coordinator.openapi import build_openapi
+from badgeline.coordinator.redis_client import RedisClient
 from badgeline.coordinator.routing import Router
 from badgeline.coordinator.store import JobStore
 from badgeline.coordinator.upkeep import UpkeepLoop
@@ -49,7 +49,7 @@ async def openapi(request: web.Request) -> web.Response:
     return json_response(build_openapi())
 
 
-def create_app(settings: CoordinatorSettings, redis: Redis) -> web.Application:
+def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Application:
     app = web.Application(
         middlewares=[correlation_middleware, metrics.observe_requests, error_middleware],
         client_max_size=settings.max_body_bytes,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -66,6 +67,18 @@ class CoordinatorSettings(TomlThenEnvironment):
     redis_url: str | None = Field(
         default=None, description="redis://… of an external server; unset = embedded server"
     )
+    # Redis Cluster and Sentinel (docs/config.md, "Redis Cluster and Sentinel";
+    # badgeline/coordinator/redis_client.py).
+    redis_mode: Literal["standalone", "cluster", "sentinel"] = "standalone"
+    redis_cluster_nodes: list[str] = Field(
+        default_factory=list, description="host:port of more cluster nodes to start from"
+    )
+    redis_sentinels: list[str] = Field(
+        default_factory=list, description="host:port of each sentinel (redis_mode sentinel)"
+    )
+    redis_sentinel_master: str | None = Field(
+        default=None, min_length=1, description="the master's name in the sentinels' config"
+    )
     state_dir: Path = Path("var/coordinator")
     embedded_appendfsync: Literal["always", "everysec"] = "always"
 
@@ -118,6 +131,33 @@ class CoordinatorSettings(TomlThenEnvironment):
         if path is not None and not path.is_file():
             raise ValueError(f"{path} does not exist")
         return path
+
+    @field_validator("redis_cluster_nodes", "redis_sentinels")
+    @classmethod
+    def addresses_are_host_port(cls, addresses: list[str]) -> list[str]:
+        for address in addresses:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{address!r} is not host:port")
+        return addresses
+
+    @model_validator(mode="after")
+    def redis_mode_has_what_it_needs(self) -> CoordinatorSettings:
+        mode = self.redis_mode
+        if mode == "cluster" and self.redis_url is None:
+            # The embedded server is one node; a cluster is run by the operator.
+            raise ValueError("redis_mode cluster needs redis_url (one node of the cluster)")
+        if mode == "cluster" and urlsplit(self.redis_url or "").path.strip("/") not in ("", "0"):
+            raise ValueError("a Redis Cluster has only database 0: drop the /<db> of redis_url")
+        if mode == "sentinel" and (not self.redis_sentinels or not self.redis_sentinel_master):
+            raise ValueError("redis_mode sentinel needs redis_sentinels and redis_sentinel_master")
+        if mode == "sentinel" and self.redis_url is not None:
+            raise ValueError("redis_mode sentinel finds the master itself: unset redis_url")
+        if mode != "cluster" and self.redis_cluster_nodes:
+            raise ValueError("redis_cluster_nodes is only used with redis_mode cluster")
+        if mode != "sentinel" and (self.redis_sentinels or self.redis_sentinel_master):
+            raise ValueError("redis_sentinels is only used with redis_mode sentinel")
+        return self
 
     @model_validator(mode="after")
     def tls_needs_both_files(self) -> CoordinatorSettings:

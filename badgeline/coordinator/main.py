@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from aiohttp import web
-from redis.asyncio import Redis
 
 from badgeline import systemd_notify
 from badgeline.coordinator import tls
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings, load_coordinator_settings
 from badgeline.coordinator.events import configure_logging, log_event
+from badgeline.coordinator.redis_client import RedisClient, connected
 from badgeline.coordinator.redis_server import EmbeddedRedis, RedisServerError
 from badgeline.discovery.advertise import CoordinatorAdvertiser
 
@@ -40,7 +40,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
     return {key: value for key, value in pairs.items() if value is not None}
 
 
-def make_runner(settings: CoordinatorSettings, redis: Redis) -> web.AppRunner:
+def make_runner(settings: CoordinatorSettings, redis: RedisClient) -> web.AppRunner:
     # The keep-alive timer runs from connection open (and from each response) until
     # a full request head has arrived: it also cuts off a client trickling headers.
     return web.AppRunner(create_app(settings, redis), handle_signals=False,
@@ -64,20 +64,21 @@ async def serve(settings: CoordinatorSettings) -> None:
         await asyncio.to_thread(embedded.start)
         redis_url = embedded.url
         log_event("embedded_redis_started", url=redis_url, dir=str(embedded.data_dir))
-    redis = Redis.from_url(redis_url, health_check_interval=10)
-    runner = make_runner(settings, redis)
     try:
-        await runner.setup()
-        await make_site(runner, settings, ssl_context).start()
-        async with _announced(settings):
-            log_event("coordinator_ready",
-                      url=f"{tls.scheme(settings)}://{settings.listen_host}:{settings.listen_port}",
-                      venue=settings.venue)  # fmt: skip
-            await _wait_for_stop_signal()
-            log_event("coordinator_stopping")
+        async with connected(settings, redis_url) as redis:
+            runner = make_runner(settings, redis)
+            try:
+                await runner.setup()
+                await make_site(runner, settings, ssl_context).start()
+                async with _announced(settings):
+                    log_event("coordinator_ready", url=f"{tls.scheme(settings)}://"
+                              f"{settings.listen_host}:{settings.listen_port}",
+                              venue=settings.venue)  # fmt: skip
+                    await _wait_for_stop_signal()
+                    log_event("coordinator_stopping")
+            finally:
+                await runner.cleanup()
     finally:
-        await runner.cleanup()
-        await redis.aclose()
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
 

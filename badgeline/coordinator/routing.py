@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from redis.asyncio import Redis
-
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.redis_client import RedisClient
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import pool_of_target
 from badgeline.protocol.states import PrinterState
@@ -23,7 +22,7 @@ def _text(value: Any) -> str:
 
 
 class Router:
-    def __init__(self, redis: Redis, settings: CoordinatorSettings) -> None:
+    def __init__(self, redis: RedisClient, settings: CoordinatorSettings) -> None:
         self.redis = redis
         self.settings = settings
         self.keys = VenueKeys(settings.venue)

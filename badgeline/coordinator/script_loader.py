@@ -4,7 +4,9 @@ A file is named `<operation>-<number of KEYS>.lua` (the BullMQ convention) and
 may use the helpers in `includes/` (`common.lua` first, then the others by
 name), which are prepended here. redis-py's
 `Script` calls EVALSHA and reloads the script on NOSCRIPT (after a Redis restart
-or failover), so callers never see a missing script.
+or failover), so callers never see a missing script. On a Redis Cluster the
+EVALSHA goes to the master owning its keys (one slot: the venue's) and the reload
+goes to every master (redis_client.py).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
+
+from badgeline.coordinator.redis_client import RedisClient
 
 _SCRIPTS_PACKAGE = "badgeline.coordinator.scripts"
 
@@ -43,7 +46,7 @@ def _includes() -> str:
     return "\n".join(_read("includes/" + name) for name in names)
 
 
-def load_scripts(redis: Redis) -> dict[str, LoadedScript]:
+def load_scripts(redis: RedisClient) -> dict[str, LoadedScript]:
     common = _includes()
     loaded: dict[str, LoadedScript] = {}
     for entry in resources.files(_SCRIPTS_PACKAGE).iterdir():

@@ -13,11 +13,10 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from redis.asyncio import Redis
-
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.health import probe_verdict
 from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.redis_client import RedisClient
 from badgeline.coordinator.script_loader import LoadedScript, load_scripts
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, JobView, PrintJob
@@ -107,7 +106,7 @@ class ExpiredLease:
 
 
 class JobStore:
-    def __init__(self, redis: Redis, settings: CoordinatorSettings) -> None:
+    def __init__(self, redis: RedisClient, settings: CoordinatorSettings) -> None:
         self.redis = redis
         self.settings = settings
         self.keys = VenueKeys(settings.venue)

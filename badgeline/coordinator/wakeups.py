@@ -15,16 +15,17 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterator
 
-from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
 
 from badgeline.coordinator.events import log_event
+from badgeline.coordinator.redis_client import RedisClient
 
 # Ping an idle subscription now and then so a dead connection is noticed.
 KEEPALIVE_EVERY_IDLE_POLLS = 15
 
 
 class WakeHub:
-    def __init__(self, redis: Redis, channel: str) -> None:
+    def __init__(self, redis: RedisClient, channel: str) -> None:
         self._redis = redis
         self._channel = channel
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
@@ -96,9 +97,10 @@ class WakeHub:
                 backoff = min(backoff * 2, 5.0)
 
     async def _listen_once(self) -> None:
-        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        pubsub = self._redis.pubsub()
         try:
             await pubsub.subscribe(self._channel)
+            await self._confirmed(pubsub)
             self._subscribed.set()
             self.wake_everyone()
             idle_polls = 0
@@ -115,3 +117,14 @@ class WakeHub:
                 self.wake(data.decode() if isinstance(data, bytes) else str(data))
         finally:
             await pubsub.aclose()
+
+    async def _confirmed(self, pubsub: PubSub) -> None:
+        """SUBSCRIBE returns once sent, not once run: a publish before the server ran
+        it is not heard. On a cluster the publish may also come from another node."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while loop.time() < deadline:
+            message = await pubsub.get_message(timeout=1.0)
+            if message is not None and message.get("type") == "subscribe":
+                return
+        raise TimeoutError(f"no confirmation of SUBSCRIBE {self._channel}")

@@ -1,0 +1,160 @@
+"""Connects the coordinator to Redis: one server, a Redis Cluster, or the master
+that a set of Sentinels names (`redis_mode`, docs/config.md).
+
+Cluster: every key of a venue carries the venue's hash tag (keys.py), so each
+script runs whole on the one master that owns the venue's slot. redis-py's
+`RedisCluster` routes EVALSHA by its keys, sends SCRIPT LOAD to every master and
+reloads on NOSCRIPT (script_loader.py). Wake-ups stay classic PUBLISH, which a
+cluster forwards to every node over its bus: the subscription may sit on any
+node and survives a node's loss by resubscribing elsewhere (wakeups.py).
+
+Sentinel: each new connection asks the sentinels for the master. Connections
+already open to a master that the sentinels have just demoted would keep writing
+to it until the sentinels reconfigure it as a replica (seconds later), and those
+writes would vanish in its resync; a watcher therefore polls the sentinels and
+drops every connection the moment the master they name changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import TypeAlias
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
+from redis.exceptions import RedisClusterException, RedisError
+
+from badgeline.coordinator.config import ConfigError, CoordinatorSettings
+from badgeline.coordinator.events import log_event
+from badgeline.coordinator.keys import VenueKeys
+
+RedisClient: TypeAlias = Redis | RedisCluster
+
+# How often the sentinel watcher asks which server is the master. A failover
+# takes the sentinels about a second; this bounds the extra writes that can
+# still reach the demoted master after they switched.
+SENTINEL_POLL_S = 0.25
+HEALTH_CHECK_INTERVAL_S = 10
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host, int(port)
+
+
+class SentinelWatch:
+    """Drops the pool's connections when the sentinels name another master."""
+
+    def __init__(self, sentinel: Sentinel, master_name: str, client: Redis) -> None:
+        self._sentinel = sentinel
+        self._master_name = master_name
+        self._client = client
+        self._task: asyncio.Task[None] | None = None
+
+    async def check(self) -> None:
+        """At start-up: the sentinels must know a healthy master of that name."""
+        try:
+            host, port = await self._sentinel.discover_master(self._master_name)
+        except MasterNotFoundError as error:
+            raise ConfigError(
+                f"no sentinel of redis_sentinels names a healthy master "
+                f"{self._master_name!r}: {error}"
+            ) from error
+        log_event("redis_sentinel_master", master=self._master_name, address=f"{host}:{port}")
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._watch(), name="sentinel-watch")
+
+    async def aclose(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for client in self._sentinel.sentinels:  # the connections to the sentinels
+            await client.aclose()
+
+    async def _watch(self) -> None:
+        known: tuple[str, int] | None = None
+        while True:
+            try:
+                address = await self._sentinel.discover_master(self._master_name)
+            except RedisError as error:  # no sentinel answers: keep what we have
+                log_event("sentinel_unreachable", logging.WARNING, error=str(error))
+                address = known
+            if known is not None and address != known:
+                log_event("redis_master_switched", logging.WARNING,
+                          master=self._master_name, was=f"{known[0]}:{known[1]}",
+                          now=f"{address[0]}:{address[1]}" if address else "")  # fmt: skip
+                # In-use connections too: a long-poll's pub/sub or a request
+                # mid-flight on the old master retries on the new one.
+                await self._client.connection_pool.disconnect(inuse_connections=True)
+            known = address
+            await asyncio.sleep(SENTINEL_POLL_S)
+
+
+def connect(
+    settings: CoordinatorSettings, url: str | None
+) -> tuple[RedisClient, SentinelWatch | None]:
+    """A client for `redis_mode`; `url` is redis_url or the embedded server's."""
+    if settings.redis_mode == "cluster":
+        assert url is not None  # the settings validator requires redis_url
+        extra = [ClusterNode(*_host_port(a)) for a in settings.redis_cluster_nodes]
+        cluster = RedisCluster.from_url(
+            url, startup_nodes=extra, health_check_interval=HEALTH_CHECK_INTERVAL_S
+        )
+        return cluster, None
+    if settings.redis_mode == "sentinel":
+        assert settings.redis_sentinel_master is not None  # validated with the settings
+        sentinel = Sentinel([_host_port(a) for a in settings.redis_sentinels],
+                            socket_timeout=2.0, socket_connect_timeout=2.0)  # fmt: skip
+        master = sentinel.master_for(settings.redis_sentinel_master, redis_class=Redis,
+                                     health_check_interval=HEALTH_CHECK_INTERVAL_S)  # fmt: skip
+        return master, SentinelWatch(sentinel, settings.redis_sentinel_master, master)
+    assert url is not None
+    return Redis.from_url(url, health_check_interval=HEALTH_CHECK_INTERVAL_S), None
+
+
+async def check_topology(client: RedisClient, settings: CoordinatorSettings) -> None:
+    """Refuse to start on a server that is not what `redis_mode` says it is
+    (Sentinel: SentinelWatch.check)."""
+    venue_key = VenueKeys(settings.venue).sequence
+    if isinstance(client, RedisCluster):
+        try:
+            await client.initialize()
+        except RedisClusterException as error:
+            if "not enabled" in str(error):
+                raise ConfigError(
+                    "redis_mode is cluster but the server at redis_url is not a cluster node"
+                ) from error
+            raise
+        node = client.get_node_from_key(venue_key)
+        log_event("redis_cluster_connected", masters=len(client.get_primaries()),
+                  venue_slot=client.keyslot(venue_key),
+                  venue_master=node.name if node else "")  # fmt: skip
+        return
+    cluster_info = await client.info("cluster")
+    if int(cluster_info.get("cluster_enabled", 0)) == 1:
+        raise ConfigError(
+            'redis_url names a Redis Cluster node: set redis_mode = "cluster" to use the cluster'
+        )
+
+
+@contextlib.asynccontextmanager
+async def connected(settings: CoordinatorSettings, url: str | None) -> AsyncIterator[RedisClient]:
+    """A checked client for the coordinator's lifetime (main.py, tests, benchmarks)."""
+    client, watch = connect(settings, url)
+    try:
+        if watch is not None:
+            await watch.check()
+            watch.start()
+        else:
+            await check_topology(client, settings)
+        yield client
+    finally:
+        if watch is not None:
+            await watch.aclose()
+        await client.aclose()
