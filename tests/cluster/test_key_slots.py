@@ -1,0 +1,118 @@
+"""Every Lua script touches one hash slot: the venue's (keys.py). On a Redis Cluster
+a script runs on one master, so its KEYS must share a slot (redis-py refuses
+otherwise) and the keys it builds inside Lua from the prefix it is handed must
+stay in that slot too (Valkey only refuses those when the slot is on another
+node, so a mistake could pass on a small cluster). This drives every script
+through the HTTP API for two venues and checks each call's keys and key-like
+arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+from redis.asyncio import Redis
+from redis.crc import key_slot
+
+from badgeline.coordinator.app import create_app
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.script_loader import LoadedScript, load_scripts
+from tests.coordinator import flows
+from tests.helpers import job_body, wait_for
+
+Client = TestClient[Any, Any]
+HEALTHY = {"reachable": True, "jammed": False, "cover_open": False, "paper": "ok"}
+
+
+@dataclass(frozen=True)
+class Call:
+    script: str
+    keys: tuple[str, ...]
+    args: tuple[Any, ...]
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
+    """Every script call of this test, recorded on its way to the real Redis."""
+    seen: list[Call] = []
+    original = LoadedScript.__call__
+
+    async def recording(self: LoadedScript, keys: list[str], args: list[Any]) -> Any:
+        seen.append(Call(self.name, tuple(keys), tuple(args)))
+        return await original(self, keys, args)
+
+    monkeypatch.setattr(LoadedScript, "__call__", recording)
+    return seen
+
+
+def _slot(key: str) -> int:
+    return key_slot(key.encode())
+
+
+async def _beat(client: Client, printer_id: str, **health: Any) -> None:
+    body = {"agent_id": f"pi-{printer_id}", "version": "test", "health": {**HEALTHY, **health}}
+    await flows.expect(await client.post(f"/v1/agents/{printer_id}/heartbeat", json=body,
+                                         headers=flows.agent(printer_id)), 200)  # fmt: skip
+
+
+async def _every_operation(client: Client) -> None:
+    await _beat(client, "printer-a")
+    await _beat(client, "printer-b")
+    ids = [(await flows.submit(client))["job_id"] for _ in range(4)]
+    leased = await flows.lease_one(client)
+    await flows.start(client, leased["job_id"], leased["lease_id"])
+    await flows.ack(client, leased["job_id"], leased["lease_id"], result="failed", error="jam")
+    await flows.cancel(client, ids[-1])
+    await flows.expect(await client.post("/v1/rebalance", headers=flows.OPERATOR), 200)
+    await flows.redrive(client, ids[1])
+    await flows.expect(await client.get("/v1/reconcile", headers=flows.OPERATOR), 200)
+    code = await flows.expect(await client.post("/v1/enrolment-codes", json={
+        "printer_id": "printer-c"}, headers=flows.OPERATOR), 201)  # fmt: skip
+    await flows.expect(await client.post("/v1/enrol", json={
+        "code": code["code"], "printer_id": "printer-c", "agent_id": "pi-c"}), 201)  # fmt: skip
+    # a job printing on a printer that then dies: failover and the in-flight check
+    await flows.submit(client, **job_body("printer-b"))
+    granted = await flows.lease_one(client, "printer-b")
+    await flows.start(client, granted["job_id"], granted["lease_id"], "printer-b")
+    await _beat(client, "printer-b", jammed=True)
+
+
+async def test_every_script_keeps_to_its_venues_slot(
+    redis: Redis, settings: CoordinatorSettings, aiohttp_client: Any, calls: list[Call]
+) -> None:
+    # GIVEN two venues whose hash tags land in different slots
+    venues = (settings.venue + "n", settings.venue + "s")
+    slots = {venue: _slot(VenueKeys(venue).sequence) for venue in venues}
+    assert len(set(slots.values())) == 2
+    tuned = {"kiosk_rate_per_s": 1000.0, "heartbeat_interval_s": 30.0, "ack_grace_s": 0.1,
+             "monitor_interval_s": 0.05, "lease_scan_interval_s": 0.05}  # fmt: skip
+    # WHEN each venue's coordinator runs every operation there is
+    for venue in venues:
+        venue_settings = settings.model_copy(update={"venue": venue, **tuned})
+        client: Client = await aiohttp_client(create_app(venue_settings, redis))
+        await _every_operation(client)
+    every_script = set(load_scripts(redis))
+    for venue in venues:
+        await wait_for(lambda v=venue: _true(every_script <= _scripts_seen(calls, v)), 10)
+    # THEN every call's KEYS hash to its venue's slot, and every key name it is
+    # handed to build more keys from (prefix, wake channel) is that venue's
+    for call in calls:
+        venue = next(v for v in venues if _of_venue(call, v))
+        assert {_slot(key) for key in call.keys} == {slots[venue]}, call
+        named = [arg for arg in call.args if isinstance(arg, str) and arg.startswith("bl:")]
+        assert all(arg.startswith(VenueKeys(venue).prefix) for arg in named), call
+
+
+def _of_venue(call: Call, venue: str) -> bool:
+    return any(key.startswith(VenueKeys(venue).prefix) for key in call.keys)
+
+
+def _scripts_seen(calls: list[Call], venue: str) -> set[str]:
+    return {call.script for call in calls if _of_venue(call, venue)}
+
+
+async def _true(value: bool) -> bool:
+    return value
