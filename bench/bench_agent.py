@@ -263,8 +263,8 @@ def explain_memory() -> None:
     traced = {name: heap for name, _, heap, _ in import_steps("traced")}
     print(
         "\nmemory step by step in a fresh interpreter (escpos = the agent's escpos_api(),"
-        " first called by the printer link's first probe; Python heap from tracemalloc,"
-        " a separate run):"
+        " which only a USB printer link or an escpos_profile setting loads; Python heap"
+        " from tracemalloc, a separate run):"
     )
     print(
         "  import                     ms  VmRSS MB (+step)  RssAnon MB (+step)"

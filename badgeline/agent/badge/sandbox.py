@@ -175,12 +175,15 @@ class BadgeRenderWorker:
     def _spawn(self) -> None:
         self._stop()
         limits = json.dumps(dataclasses.asdict(self.limits))
-        self._process = subprocess.Popen(
-            [sys.executable, *WORKER_COMMAND, str(self.sandbox.max_memory_bytes), limits],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            # stderr is the agent's: a worker's traceback lands in the agent's log.
-        )
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, *WORKER_COMMAND, str(self.sandbox.max_memory_bytes), limits],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                # stderr is the agent's: a worker's traceback lands in the agent's log.
+            )
+        except OSError as error:  # out of processes or memory: the badge says why
+            raise RuntimeError(f"the badge render worker could not start: {error}") from error
         self._ready = False
 
     def _stop(self) -> None:
