@@ -1,101 +1,57 @@
-"""The OpenAPI document, generated from the pydantic models the routes use."""
+"""The OpenAPI document, generated from the routes the app registers and the models they use.
+
+`build_openapi` takes the app's (method, path) pairs, so the document lists
+every route there is; what it says about each comes from
+`openapi_operations.OPERATIONS`. A route without an entry is still listed,
+marked `x-undocumented`; tests/coordinator/test_openapi.py fails on it, and on
+any registered route the served document leaves out.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import re
 from typing import Any
 
+from aiohttp import web
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from badgeline import __version__
-from badgeline.coordinator import enrolment
+from badgeline.coordinator.openapi_operations import BY_KEY, JSON_OBJECT, Body, Operation
 from badgeline.protocol import models as m
 
-
-@dataclass(frozen=True)
-class Operation:
-    method: str
-    path: str
-    summary: str
-    roles: tuple[str, ...]
-    request: type[BaseModel] | None
-    responses: dict[int, type[BaseModel] | None]
-    query: tuple[tuple[str, str, str], ...] = ()  # (name, type, description)
+_PATH_PARAM = re.compile(r"\{(\w+)\}")
+_PARAM_SCHEMAS = {
+    "printer_id": {"type": "string"},
+    "job_id": {"type": "string"},
+    "name": {"type": "string"},
+}
+_ERROR = m.ErrorBody
 
 
-OPERATIONS: tuple[Operation, ...] = (
-    Operation("post", "/v1/jobs", "Submit a badge print job", ("kiosk", "operator"), m.PrintJob,
-              {201: m.SubmitAccepted, 200: m.SubmitAccepted, 409: m.ErrorBody, 422: m.ErrorBody,
-               503: m.ErrorBody}),
-    Operation("get", "/v1/jobs/{job_id}", "A job with its history", ("kiosk", "operator"), None,
-              {200: m.JobView, 404: m.ErrorBody}),
-    Operation("get", "/v1/jobs", "An attendee's jobs", ("kiosk", "operator"), None,
-              {200: m.JobList, 422: m.ErrorBody},
-              query=(("attendee_id", "string", "the attendee"),)),
-    Operation("post", "/v1/jobs/{job_id}/cancel", "Cancel a job before it prints",
-              ("kiosk", "operator"), None, {200: m.CancelResult, 409: m.ErrorBody}),
-    Operation("post", "/v1/agents/{printer_id}/heartbeat", "Report printer health",
-              ("agent",), m.HeartbeatRequest, {200: m.HeartbeatResponse}),
-    Operation("post", "/v1/agents/{printer_id}/lease", "Long-poll for jobs", ("agent",), None,
-              {200: m.LeaseResponse},
-              query=(("wait", "number", "seconds to wait for work"),
-                     ("max", "integer", "most jobs to lease"))),
-    Operation("post", "/v1/agents/{printer_id}/jobs/{job_id}/start", "Ask for the start grant",
-              ("agent",), m.StartRequest, {200: m.StartResponse, 409: m.ErrorBody}),
-    Operation("post", "/v1/agents/{printer_id}/jobs/{job_id}/ack", "Report a print result",
-              ("agent",), m.AckRequest, {200: m.AckResponse}),
-    Operation("get", "/v1/dead-letters", "Shed and failed jobs", ("operator",), None,
-              {200: m.DeadLetterList}),
-    Operation("post", "/v1/dead-letters/redrive", "Redrive through the dedupe gate",
-              ("operator",), m.RedriveRequest, {200: m.RedriveResponse}),
-    Operation("get", "/v1/queues/{printer_id}", "Peek a printer queue in print order",
-              ("operator",), None, {200: None}, query=(("limit", "integer", "rows"),)),
-    Operation("get", "/healthz", "Liveness and Redis reachability", (), None, {200: None}),
-    Operation("post", "/v1/enrolment-codes", "Create a single-use enrolment code for a printer",
-              ("operator",), enrolment.EnrolmentCodeRequest,
-              {201: enrolment.EnrolmentCodeIssued, 422: m.ErrorBody}),
-    Operation("post", "/v1/enrol", "Exchange an enrolment code for an agent token (no token)",
-              (), enrolment.EnrolRequest,
-              {201: enrolment.EnrolResult, 403: m.ErrorBody, 410: m.ErrorBody, 422: m.ErrorBody}),
-)  # fmt: skip
+def registered_routes(app: web.Application) -> tuple[tuple[str, str], ...]:
+    """Every (method, path) the app answers, HEAD aside (aiohttp adds it to each GET)."""
+    pairs = set()
+    for route in app.router.routes():
+        path = route.resource.canonical if route.resource is not None else None
+        if path and route.method not in ("HEAD", "*"):
+            pairs.add((route.method.lower(), path))
+    return tuple(sorted(pairs, key=lambda pair: (pair[1], pair[0])))
 
 
-def _operation_document(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:
-    doc: dict[str, Any] = {"summary": op.summary, "responses": {}}
-    if op.roles:
-        doc["description"] = "Roles: " + ", ".join(op.roles)
-        doc["security"] = [{"bearer": []}]
-    params = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-        for name in ("printer_id", "job_id")
-        if "{" + name + "}" in op.path
-    ]
-    params += [
-        {"name": name, "in": "query", "required": name == "attendee_id",
-         "schema": {"type": kind}, "description": text}
-        for name, kind, text in op.query
-    ]  # fmt: skip
-    if params:
-        doc["parameters"] = params
-    if op.request is not None:
-        schema = refs[(op.request, "validation")]
-        doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
-    for status, model in op.responses.items():
-        content = {"application/json": {"schema": refs[(model, "serialization")]}} if model else {}
-        doc["responses"][str(status)] = {"description": str(status), "content": content}
-    return doc
-
-
-def build_openapi() -> dict[str, Any]:
-    models = {model for op in OPERATIONS for model in [op.request, *op.responses.values()] if model}
-    keys: list[tuple[type[BaseModel], JsonSchemaMode]] = [
-        (model, mode) for model in models for mode in ("validation", "serialization")
-    ]
-    refs, schema = models_json_schema(keys, ref_template="#/components/schemas/{model}")
+@functools.lru_cache(maxsize=4)
+def build_openapi(routes: tuple[tuple[str, str], ...] | None = None) -> dict[str, Any]:
+    """The document for these routes (`registered_routes(app)`); None: every documented one."""
+    if routes is None:
+        routes = tuple(sorted(BY_KEY, key=lambda pair: (pair[1], pair[0])))
+    operations = [BY_KEY.get(route) for route in routes]
+    known = [op for op in operations if op is not None]
+    refs, schema = _schemas(known)
     paths: dict[str, dict[str, Any]] = {}
-    for op in OPERATIONS:
-        paths.setdefault(op.path, {})[op.method] = _operation_document(op, refs)
+    for (method, path), op in zip(routes, operations, strict=True):
+        doc = _operation_document(op, refs) if op is not None else _undocumented(path)
+        paths.setdefault(path, {})[method] = doc
     return {
         "openapi": "3.1.0",
         "info": {"title": "badgeline coordinator", "version": __version__},
@@ -104,4 +60,80 @@ def build_openapi() -> dict[str, Any]:
             "schemas": schema.get("$defs", {}),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
+    }
+
+
+def _schemas(operations: list[Operation]) -> tuple[dict[Any, Any], dict[str, Any]]:
+    models: set[type[BaseModel]] = {_ERROR}
+    for op in operations:
+        models |= {body for body in [op.request, *op.responses.values()] if isinstance(body, type)}
+    keys: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+        (model, mode) for model in models for mode in ("validation", "serialization")
+    ]
+    return models_json_schema(keys, ref_template="#/components/schemas/{model}")
+
+
+def _operation_document(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:
+    doc: dict[str, Any] = {"summary": op.summary, "responses": {}}
+    if op.roles:
+        doc["description"] = "Roles: " + ", ".join(op.roles)
+        doc["security"] = [{"bearer": []}]
+    if op.long_lived:
+        doc["x-long-lived"] = True
+    params = _parameters(op)
+    if params:
+        doc["parameters"] = params
+    if op.request is not None:
+        doc["requestBody"] = {"required": True, "content": _content(op.request, refs, "validation")}
+    for status, body in _responses(op, params).items():
+        content = _content(body, refs, "serialization") if body is not None else {}
+        doc["responses"][str(status)] = {"description": str(status), "content": content}
+    return doc
+
+
+def _parameters(op: Operation) -> list[dict[str, Any]]:
+    params: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True,
+         "schema": _PARAM_SCHEMAS.get(name, {"type": "string"})}
+        for name in _PATH_PARAM.findall(op.path)
+    ]  # fmt: skip
+    params += [
+        {"name": name, "in": "query", "required": name == "attendee_id",
+         "schema": {"type": kind}, "description": text}
+        for name, kind, text in op.query
+    ]  # fmt: skip
+    if op.query_model is not None:
+        properties = op.query_model.model_json_schema()["properties"]
+        params += [
+            {"name": name, "in": "query", "required": False, "schema": field_schema}
+            for name, field_schema in properties.items()
+        ]
+    return params
+
+
+def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
+    """The operation's own answers, and the error answers every such operation can give."""
+    errors: dict[int, Body] = {}
+    if op.roles:
+        errors |= {401: _ERROR, 403: _ERROR, 429: _ERROR}
+    if any(param["in"] == "path" for param in params):
+        errors[404] = _ERROR
+    if op.request is not None or any(param["in"] == "query" for param in params):
+        errors |= {400: _ERROR, 413: _ERROR, 422: _ERROR}
+    return errors | op.responses
+
+
+def _content(body: Body, refs: dict[Any, Any], mode: JsonSchemaMode) -> dict[str, Any]:
+    if body == JSON_OBJECT:
+        return {"application/json": {"schema": {"type": "object"}}}
+    if isinstance(body, str):
+        return {body: {}}
+    return {"application/json": {"schema": refs[(body, mode)]}}
+
+
+def _undocumented(path: str) -> dict[str, Any]:
+    return {
+        "summary": f"{path} (undocumented)",
+        "x-undocumented": True,
+        "responses": {"default": {"description": "not documented"}},
     }

@@ -53,6 +53,33 @@ async def test_openapi_lists_every_core_path_and_method(client: Client) -> None:
             assert route_path in document["paths"], route_path
 
 
+async def test_openapi_documents_every_registered_route(client: Client) -> None:
+    # GIVEN every route the app answers (HEAD aside: aiohttp adds one to each GET)
+    app = client.server.app
+    assert app is not None
+    registered = {
+        (route.method.lower(), route.resource.canonical)
+        for route in app.router.routes()
+        if route.resource is not None and route.method != "HEAD"
+    }
+    # WHEN the document is read
+    document = await _openapi(client)
+    listed = {(method, path) for path, ops in document["paths"].items() for method in ops}
+    # THEN it lists exactly those routes, each with its own entry (summary, answers)
+    assert listed == registered
+    undocumented = sorted(
+        f"{method.upper()} {path}"
+        for path, ops in document["paths"].items()
+        for method, op in ops.items()
+        if op.get("x-undocumented")
+    )
+    assert undocumented == [], "add them to badgeline/coordinator/openapi_operations.py"
+    # AND an operator route carries its query model and the error answers
+    stats = document["paths"]["/v1/stats"]["get"]
+    assert [param["name"] for param in stats["parameters"]] == ["by"]
+    assert {"200", "401", "403", "422"} <= set(stats["responses"])
+
+
 def _refs(node: Any) -> list[str]:
     if isinstance(node, dict):
         found = [node["$ref"]] if isinstance(node.get("$ref"), str) else []

@@ -1,0 +1,132 @@
+"""What the OpenAPI document says about each route: summary, roles, bodies, answers.
+
+One entry per (method, path) the coordinator registers; `openapi.build_openapi`
+walks the app's routes and looks each one up here, so a route added without an
+entry shows up as `x-undocumented` (and fails tests/coordinator/test_openapi.py).
+Request and response bodies are the pydantic models the handlers read and
+write; `JSON_OBJECT` marks a JSON answer that has no model (the reports),
+and a string a media type that is not JSON.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from pydantic import BaseModel
+
+from badgeline.coordinator import api_ops, api_printers, api_reports, enrolment, reprint
+from badgeline.protocol import models as m
+
+JSON_OBJECT: Final = "json-object"
+HTML: Final = "text/html"
+PDF: Final = "application/pdf"
+Body = type[BaseModel] | str | None
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str
+    summary: str
+    roles: tuple[str, ...]
+    request: Body
+    responses: dict[int, Body]
+    query: tuple[tuple[str, str, str], ...] = ()  # (name, type, description)
+    query_model: type[BaseModel] | None = None
+    long_lived: bool = False  # a stream: no client should wait for its end
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.method, self.path
+
+
+KIOSK, OPERATOR, AGENT = ("kiosk", "operator"), ("operator",), ("agent",)
+ANY_CALLER = ("agent", "kiosk", "operator")
+FORM = "application/x-www-form-urlencoded"
+
+OPERATIONS: tuple[Operation, ...] = (
+    # ---- kiosk
+    Operation("post", "/v1/jobs", "Submit a badge print job", KIOSK, m.PrintJob,
+              {201: m.SubmitAccepted, 200: m.SubmitAccepted, 409: m.ErrorBody, 429: m.ErrorBody,
+               503: m.ErrorBody}),
+    Operation("get", "/v1/jobs/{job_id}", "A job with its history", KIOSK, None,
+              {200: m.JobView}),
+    Operation("get", "/v1/jobs", "An attendee's jobs", KIOSK, None, {200: m.JobList},
+              query=(("attendee_id", "string", "the attendee"),)),
+    Operation("post", "/v1/jobs/{job_id}/cancel", "Cancel a job before it prints", KIOSK, None,
+              {200: m.CancelResult, 409: m.ErrorBody}),
+    Operation("put", "/v1/artifacts/{name}", "Store a badge PDF under its SHA-256 (`<hex>.pdf`)",
+              KIOSK, PDF, {201: JSON_OBJECT, 200: JSON_OBJECT, 415: m.ErrorBody}),
+    Operation("get", "/v1/artifacts/{name}", "Fetch a stored badge PDF", ANY_CALLER, None,
+              {200: PDF}),
+    # ---- agent
+    Operation("post", "/v1/agents/{printer_id}/heartbeat", "Report printer health", AGENT,
+              m.HeartbeatRequest, {200: m.HeartbeatResponse}),
+    Operation("post", "/v1/agents/{printer_id}/lease", "Long-poll for jobs", AGENT, None,
+              {200: m.LeaseResponse},
+              query=(("wait", "number", "seconds to wait for work"),
+                     ("max", "integer", "most jobs to lease"))),
+    Operation("post", "/v1/agents/{printer_id}/jobs/{job_id}/start", "Ask for the start grant",
+              AGENT, m.StartRequest, {200: m.StartResponse, 409: m.ErrorBody}),
+    Operation("post", "/v1/agents/{printer_id}/jobs/{job_id}/ack", "Report a print result",
+              AGENT, m.AckRequest, {200: m.AckResponse}),
+    # ---- operator: dead letters, queues, printers
+    Operation("get", "/v1/dead-letters", "Shed and failed jobs", OPERATOR, None,
+              {200: m.DeadLetterList}),
+    Operation("post", "/v1/dead-letters/redrive", "Redrive through the dedupe gate", OPERATOR,
+              m.RedriveRequest, {200: m.RedriveResponse}),
+    Operation("get", "/v1/queues/{printer_id}", "Peek a printer queue in print order", OPERATOR,
+              None, {200: JSON_OBJECT}, query_model=api_ops.PeekQuery),
+    Operation("get", "/v1/printers", "Every printer: health, state, queue", OPERATOR, None,
+              {200: JSON_OBJECT}),
+    Operation("post", "/v1/printers/{printer_id}/pause", "Stop leasing to a printer", OPERATOR,
+              api_printers.PauseRequest, {200: JSON_OBJECT}),
+    Operation("post", "/v1/printers/{printer_id}/resume", "Lease to a paused printer again",
+              OPERATOR, None, {200: JSON_OBJECT}),
+    Operation("post", "/v1/printers/{printer_id}/drain", "Move a printer's queue to its peers",
+              OPERATOR, api_printers.DrainRequest, {200: JSON_OBJECT}),
+    Operation("post", "/v1/rebalance", "Spread queued jobs over healthy printers", OPERATOR,
+              None, {200: JSON_OBJECT}),
+    Operation("get", "/v1/failovers", "Recent failover decisions", OPERATOR, None,
+              {200: JSON_OBJECT}),
+    # ---- operator: reports and reprint
+    Operation("get", "/v1/queues", "Queue depths, head waits and stalls", OPERATOR, None,
+              {200: JSON_OBJECT}, query_model=api_reports.QueuesQuery),
+    Operation("get", "/v1/alerts", "Open alerts: dead and stalled printers, parked jobs",
+              OPERATOR, None, {200: JSON_OBJECT}, query_model=api_reports.QueuesQuery),
+    Operation("get", "/v1/reconcile", "The reconciliation report", OPERATOR, None,
+              {200: JSON_OBJECT}, query_model=api_reports.ReconcileQuery),
+    Operation("get", "/v1/stats", "Jobs by printer, hour or source", OPERATOR, None,
+              {200: JSON_OBJECT}, query_model=api_reports.StatsQuery),
+    Operation("post", "/v1/jobs/{job_id}/reprint", "Reprint a job as a new, linked job",
+              OPERATOR, reprint.ReprintRequest, {201: m.JobView, 409: m.ErrorBody}),
+    Operation("get", "/metrics", "Prometheus metrics", OPERATOR, None, {200: "text/plain"}),
+    # ---- enrolment
+    Operation("post", "/v1/enrolment-codes", "Create a single-use enrolment code for a printer",
+              OPERATOR, enrolment.EnrolmentCodeRequest, {201: enrolment.EnrolmentCodeIssued}),
+    Operation("post", "/v1/enrol", "Exchange an enrolment code for an agent token (no token)",
+              (), enrolment.EnrolRequest,
+              {201: enrolment.EnrolResult, 403: m.ErrorBody, 410: m.ErrorBody, 422: m.ErrorBody,
+               429: m.ErrorBody}),
+    # ---- dashboard (a browser's: session cookie, or an operator token)
+    Operation("get", "/", "The dashboard, or its sign-in page", (), None, {200: HTML}),
+    Operation("get", "/dashboard/static/{name}", "A dashboard asset (script, style)", (), None,
+              {200: "text/css", 404: m.ErrorBody}),
+    Operation("post", "/dashboard/login", "Sign in with an operator token (form field `token`)",
+              (), FORM, {303: None, 401: HTML, 403: HTML}),
+    Operation("post", "/dashboard/logout", "Sign out (needs the CSRF header with a cookie)",
+              (), None, {200: JSON_OBJECT, 403: m.ErrorBody}),
+    Operation("get", "/dashboard/session", "The signed-in session's CSRF token", (), None,
+              {200: JSON_OBJECT, 401: m.ErrorBody}),
+    Operation("get", "/dashboard/snapshot", "Everything the dashboard shows, once", OPERATOR,
+              None, {200: JSON_OBJECT}),
+    Operation("get", "/dashboard/stream", "The snapshot as server-sent events, until closed",
+              OPERATOR, None, {200: "text/event-stream"}, long_lived=True),
+    # ---- anyone
+    Operation("get", "/healthz", "Liveness and Redis reachability", (), None,
+              {200: JSON_OBJECT, 503: JSON_OBJECT}),
+    Operation("get", "/v1/openapi.json", "This document", (), None, {200: JSON_OBJECT}),
+)  # fmt: skip
+
+BY_KEY: dict[tuple[str, str], Operation] = {op.key: op for op in OPERATIONS}
