@@ -192,9 +192,13 @@ class LocalVenue:
         self.redis = EmbeddedRedis(self.root / "redis")
         self.redis.start()
 
-    def start_coordinator(self, index: int = 0) -> None:
+    def start_coordinator(self, index: int = 0, wait: bool = True) -> None:
         self._add(self.coordinator_name(index), self._badgeline(
             "coordinator", "--config", str(self.write_coordinator_config(index))))  # fmt: skip
+        if wait:
+            self.wait_for_coordinator(index)
+
+    def wait_for_coordinator(self, index: int = 0) -> None:
         url, name = self.coordinator_urls[index], self.coordinator_name(index)
         wait_until(lambda: self._alive(name) and http_ok(url + "/healthz"), 30,
                    f"the coordinator at {url} to answer")  # fmt: skip
@@ -229,11 +233,14 @@ class LocalVenue:
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
         if self.shared_redis:
             self.start_redis()
+        # Coordinators and emulators start side by side: each takes a second or two to
+        # import, and none needs another (agents, started next, need both).
         for index in range(self.coordinator_count):
-            self.start_coordinator(index)
-        # Emulators start side by side: each takes a second or two to import.
+            self.start_coordinator(index, wait=False)
         for printer_id in self.printer_ids:
             self.start_emulator(printer_id, wait=False)
+        for index in range(self.coordinator_count):
+            self.wait_for_coordinator(index)
         for printer_id in self.printer_ids:
             self.wait_for_emulator(printer_id)
         for printer_id in self.printer_ids:
