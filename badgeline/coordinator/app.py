@@ -25,7 +25,7 @@ from badgeline.coordinator.context import COORDINATOR, Coordinator
 from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.http import correlation_middleware, error_middleware, json_response
 from badgeline.coordinator.lease_scanner import expire_leases_once
-from badgeline.coordinator.openapi import build_openapi
+from badgeline.coordinator.openapi import build_openapi, registered_routes
 from badgeline.coordinator.redis_client import RedisClient
 from badgeline.coordinator.routing import Router
 from badgeline.coordinator.store import JobStore
@@ -46,7 +46,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def openapi(request: web.Request) -> web.Response:
-    return json_response(build_openapi())
+    return json_response(build_openapi(registered_routes(request.app)))
 
 
 def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Application:
