@@ -1,4 +1,4 @@
-"""GS ( H process ID responses and the bounded receive buffer: nothing buffered counts as printed."""
+"""GS ( H process ID responses and the bounded receive buffer: buffered is not printed."""
 
 from __future__ import annotations
 
