@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import signal
 import ssl
 import sys
@@ -20,6 +21,7 @@ from badgeline.coordinator.config import ConfigError, CoordinatorSettings, load_
 from badgeline.coordinator.events import configure_logging, log_event
 from badgeline.coordinator.redis_client import RedisClient, connected
 from badgeline.coordinator.redis_server import EmbeddedRedis, RedisServerError
+from badgeline.discovery import DiscoveryError
 from badgeline.discovery.advertise import CoordinatorAdvertiser
 
 # The unit's RestartPreventExitStatus= names it: a bad config is not restarted in a loop.
@@ -90,9 +92,16 @@ async def _announced(settings: CoordinatorSettings) -> AsyncIterator[None]:
     advertiser = None
     if settings.mdns:
         advertiser = CoordinatorAdvertiser(
-            settings.venue, port=settings.listen_port, interfaces=settings.mdns_interface_list()
-        )
-        await advertiser.start()
+            settings.venue, port=settings.listen_port, scheme=tls.scheme(settings),
+            interfaces=settings.mdns_interface_list(),
+        )  # fmt: skip
+        try:
+            # A name taken by another coordinator is handled inside (we take the
+            # next one); whatever else goes wrong with mDNS, the API keeps serving.
+            await advertiser.start()
+        except DiscoveryError as error:
+            log_event("mdns_failed", logging.ERROR, venue=settings.venue, error=str(error))
+            advertiser = None
     systemd_notify.notify_ready(status=f"serving venue {settings.venue}")
     watchdog = asyncio.create_task(systemd_notify.watchdog_loop(), name="systemd-watchdog")
     try:

@@ -4,20 +4,27 @@ python-zeroconf's register/unregister/update return a task that completes
 only once the announcements (or goodbyes) were actually sent: we await that
 task too, or a process that exits right after `stop()` leaves its advert in
 every cache on the network for up to 75 minutes.
+
+An agent's name is its printer id: a clash there is a real mistake (two Pis,
+one printer id) and start() raises NameConflict. A coordinator instead takes
+the next free name and keeps serving (conflicts.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Self
 
-from zeroconf import NonUniqueNameException
+from zeroconf import DNSService, NonUniqueNameException
 from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
 
 from badgeline import __version__
+from badgeline.discovery import conflicts
 from badgeline.discovery.errors import NameConflict
 from badgeline.discovery.names import (
     AGENT_SERVICE_TYPE,
@@ -25,6 +32,7 @@ from badgeline.discovery.names import (
     TXT_API_PATH,
     TXT_MODEL,
     TXT_PRINTER_ID,
+    TXT_SCHEME,
     TXT_STATUS_PORT,
     TXT_VENUE,
     TXT_VERSION,
@@ -87,14 +95,20 @@ class ServiceAdvertiser:
         zc = self._shared_zeroconf or open_zeroconf(self._interfaces)
         self._zeroconf = zc
         try:
+            await self._register(zc)
+        except BaseException:
+            await self._close_own()
+            raise
+        self._registered = True
+        log.info("mDNS: advertising %s at %s:%s", self.name, self.addresses, self.port)
+
+    async def _register(self, zc: AsyncZeroconf) -> None:
+        try:
             # Announcing waits for the probes (RFC 6762 §8.1), so a duplicate
             # printer id is caught here rather than fighting on the network.
             await (await zc.async_register_service(self._info))
         except NonUniqueNameException as error:
-            await self._close_own()
             raise NameConflict(f"{self.name} is already advertised on this network") from error
-        self._registered = True
-        log.info("mDNS: advertising %s at %s:%s", self.name, self.addresses, self.port)
 
     async def update(
         self,
@@ -219,7 +233,12 @@ class AgentAdvertiser(ServiceAdvertiser):
 
 
 class CoordinatorAdvertiser(ServiceAdvertiser):
-    """`<venue>._badgeline._tcp.local.`: where agents find the coordinator's HTTP API."""
+    """`<venue>._badgeline._tcp.local.`: where agents find the coordinator's HTTP API.
+
+    Agents pick a coordinator by its TXT `venue`, not by its instance name, so a
+    coordinator that finds its name taken renames itself (`badgeline coordinator
+    hall-b (laptop-2)`), logs a warning, and stays findable; `name` is the current one.
+    """
 
     def __init__(
         self,
@@ -227,18 +246,102 @@ class CoordinatorAdvertiser(ServiceAdvertiser):
         *,
         port: int = 8420,
         api_path: str = "/v1",
+        scheme: str = "http",
         version: str = __version__,
         interfaces: Sequence[str] | None = None,
         addresses: Sequence[str] | None = None,
         zeroconf: AsyncZeroconf | None = None,
     ) -> None:
+        machine = host_label(socket.gethostname())
+        self._names = conflicts.instance_candidates(f"badgeline coordinator {venue}", machine)
         super().__init__(
             service_type=COORDINATOR_SERVICE_TYPE,
-            instance=f"badgeline coordinator {venue}",
-            host=f"badgeline-coordinator-{venue}",
+            instance=next(self._names),
+            # The machine in the host name: two coordinators of one venue on two
+            # hosts must not claim one host name with two addresses.
+            host=f"badgeline-coordinator-{venue}-{machine}",
             port=port,
-            txt={TXT_VENUE: venue, TXT_VERSION: version, TXT_API_PATH: api_path},
+            txt={TXT_VENUE: venue, TXT_VERSION: version, TXT_API_PATH: api_path,
+                 TXT_SCHEME: scheme},
             interfaces=interfaces,
             addresses=addresses,
             zeroconf=zeroconf,
+        )  # fmt: skip
+        self._guard = conflicts.NameGuard(self._on_rival)
+        self._renaming: asyncio.Task[None] | None = None
+        self.renames = 0
+
+    async def _register(self, zc: AsyncZeroconf) -> None:
+        zc.zeroconf.async_add_listener(self._guard, None)
+        for _ in range(conflicts.MAX_INSTANCE_NAMES):
+            self._guard.watch(self._info)
+            try:
+                await (await zc.async_register_service(self._info))
+            except NonUniqueNameException:
+                self._take_next_name("found while probing")
+                continue
+            rivals = conflicts.rivals_in_cache(zc.zeroconf, self._info)
+            if any(conflicts.loses_to(self._info, rival) for rival in rivals):
+                # Heard during our probes, but not as a conflict zeroconf checks for.
+                self._withdraw(zc)
+                self._take_next_name("heard before our announcement was done")
+                continue
+            # Whoever else holds this name answers this when it can; the guard hears it.
+            conflicts.ask_for(zc.zeroconf, self._info)
+            return
+        zc.zeroconf.async_remove_listener(self._guard)
+        raise NameConflict(
+            f"{self.name}: {conflicts.MAX_INSTANCE_NAMES} coordinator names for this venue "
+            "are taken on this network"
         )
+
+    def _on_rival(self, rival: DNSService) -> None:
+        if not self._registered or self._renaming is not None:
+            return  # still probing (checked once registered), or already moving
+        if conflicts.loses_to(self._info, rival):
+            self._renaming = asyncio.ensure_future(self._rename_after_conflict(rival))
+
+    async def _rename_after_conflict(self, rival: DNSService) -> None:
+        zc = self._zeroconf
+        try:
+            if zc is None or not self._registered:
+                return
+            self._registered = False
+            self._withdraw(zc)
+            self._take_next_name(f"announced by {rival.server}:{rival.port}")
+            await self._register(zc)
+            self._registered = True
+            log.info("mDNS: advertising %s at %s:%s", self.name, self.addresses, self.port)
+        except Exception:  # a serving coordinator never dies of its advert
+            log.exception("mDNS: re-advertising %s after a name conflict failed", self.name)
+        finally:
+            self._renaming = None
+
+    def _withdraw(self, zc: AsyncZeroconf) -> None:
+        """Stop answering for the current name, without a goodbye for the winner's records."""
+        zc.zeroconf.registry.async_remove(self._info)
+        conflicts.send_srv_goodbye(zc.zeroconf, self._info)
+
+    def _take_next_name(self, how: str) -> None:
+        old = self.name
+        info = self._info
+        instance = next(self._names)
+        self._info = self._build_info(
+            info.type, instance_name(instance, info.type), info.server or "", self.port,
+            dict(info.decoded_properties),  # type: ignore[arg-type]
+            addresses=self.addresses,
+        )  # fmt: skip
+        self.renames += 1
+        log.warning(
+            "mDNS: %s is taken by another coordinator (%s); advertising as %s instead",
+            old, how, self.name,
+        )  # fmt: skip
+
+    async def stop(self) -> None:
+        if self._renaming is not None:
+            self._renaming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renaming
+        if self._zeroconf is not None:
+            self._zeroconf.zeroconf.async_remove_listener(self._guard)
+        await super().stop()

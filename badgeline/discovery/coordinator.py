@@ -24,6 +24,7 @@ from badgeline.discovery.names import (
     COORDINATOR_SERVICE_TYPE,
     DEFAULT_TIMING,
     TXT_API_PATH,
+    TXT_SCHEME,
     TXT_VENUE,
     TXT_VERSION,
     DiscoveryTiming,
@@ -43,10 +44,11 @@ class CoordinatorLocation:
     venue: str
     version: str
     api_path: str
+    scheme: str = "http"  # TXT `scheme`; adverts from before it existed are http
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.address}:{self.port}"
+        return f"{self.scheme}://{self.address}:{self.port}"
 
     @property
     def api_url(self) -> str:
@@ -208,6 +210,7 @@ def _location_from(info: AsyncServiceInfo) -> CoordinatorLocation | None:
         venue=txt.get(TXT_VENUE, ""),
         version=txt.get(TXT_VERSION, ""),
         api_path=txt.get(TXT_API_PATH, "/v1"),
+        scheme="https" if txt.get(TXT_SCHEME) == "https" else "http",
     )
 
 

@@ -25,6 +25,7 @@ TXT_VERSION = "version"
 TXT_STATUS_PORT = "status_port"
 TXT_VENUE = "venue"
 TXT_API_PATH = "api"
+TXT_SCHEME = "scheme"  # http or https: how to talk to the coordinator at that address
 
 # DNS wire constants (RFC 1035 / RFC 2782), used for the liveness probe queries.
 DNS_TYPE_SRV = 33

@@ -1,6 +1,6 @@
 """An agent trusting a coordinator's self-signed certificate through `coordinator_ca_file`:
-the real coordinator process serving HTTPS, a `badgeline agent` process enrolling and
-heartbeating over it."""
+the real coordinator process serving HTTPS and advertising it on mDNS, a `badgeline agent`
+process finding it there, enrolling and heartbeating over HTTPS."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ from badgeline.agent.client import CoordinatorClient
 from badgeline.agent.config import TOKEN_FILE_NAME, AgentSettings
 from badgeline.coordinator.redis_server import EmbeddedRedis
 from badgeline.emulator import PrinterEmulator
-from tests.agent.agent_process import AgentProcess, emulator_table, write_agent_toml
+from tests.agent.agent_process import (
+    LOOPBACK,
+    AgentProcess,
+    emulator_table,
+    unique_venue,
+    write_agent_toml,
+)
 from tests.conftest import OPERATOR_TOKEN, auth
 from tests.helpers import wait_for
 from tests.security.conftest import running_coordinator, self_signed_certificate
@@ -38,22 +44,25 @@ def _operator(url: str, context: ssl.SSLContext, body: dict[str, Any] | None = N
 async def test_an_agent_trusts_a_self_signed_coordinator_through_its_ca_file(
     tmp_path: Path, redis_server: EmbeddedRedis, start_emulator: Any
 ) -> None:
-    # GIVEN a coordinator serving HTTPS with a self-signed certificate
+    # GIVEN a coordinator serving HTTPS with a self-signed certificate, found by mDNS
     certificate = self_signed_certificate(tmp_path / "tls")
     trusting = certificate.client_context()
     emulator: PrinterEmulator = await start_emulator()
+    venue = unique_venue()
     with running_coordinator(
-        tmp_path, redis_server.url, "tlsagents1", client_ssl=trusting,
-        tls_cert_file=certificate.cert_file, tls_key_file=certificate.key_file,
+        tmp_path, redis_server.url, venue, client_ssl=trusting, mdns=True,
+        mdns_interfaces=LOOPBACK, tls_cert_file=certificate.cert_file,
+        tls_key_file=certificate.key_file,
     ) as live:  # fmt: skip
         code = _operator(live.url + "/v1/enrolment-codes", trusting, {"printer_id": PRINTER})
-        # AND an agent told to trust that certificate (and nothing about a token)
+        # AND an agent with no URL, told to trust that certificate (and nothing about a token)
         config = write_agent_toml(
             tmp_path / "agent.toml", emulator_table(emulator), printer_id=PRINTER,
-            agent_id="pi-tls", coordinator_url=live.url, enrolment_code=code["code"],
-            coordinator_ca_file=certificate.cert_file, state_dir=tmp_path / "state",
-            status_port=0, mdns=False, heartbeat_interval_s=0.2, retry_initial_s=0.05,
-            retry_max_s=0.5, lease_wait_s=1.0,  # the coordinator's stop waits out a long-poll
+            agent_id="pi-tls", venue=venue, mdns_interfaces=LOOPBACK,
+            enrolment_code=code["code"], coordinator_ca_file=certificate.cert_file,
+            state_dir=tmp_path / "state", status_port=0, heartbeat_interval_s=0.2,
+            retry_initial_s=0.05, retry_max_s=0.5,
+            lease_wait_s=1.0,  # the coordinator's stop waits out a long-poll
         )  # fmt: skip
         agent = await AgentProcess(config).start()
         try:
@@ -64,8 +73,10 @@ async def test_an_agent_trusts_a_self_signed_coordinator_through_its_ca_file(
                 return any(p["printer_id"] == PRINTER and p["agent_id"] == "pi-tls"
                            for p in printers)  # fmt: skip
 
-            await wait_for(heartbeating, timeout_s=30)
+            await wait_for(heartbeating, timeout_s=60)
             assert (tmp_path / "state" / TOKEN_FILE_NAME).exists()
+            enrolled = [e for e in agent.events() if e.get("event") == "agent_enrolled"]
+            assert enrolled and enrolled[0]["coordinator_url"] == live.url  # https, from mDNS
             assert await agent.terminate() == 0, agent.tail()
         finally:
             await agent.kill()

@@ -72,7 +72,7 @@ async def test_an_agent_enrols_once_and_its_restart_uses_the_stored_token(
         stored = json.loads(token_file.read_text())
         assert stored["printer_id"] == PRINTER and len(stored["agent_token"]) >= 32
         assert code not in token_file.read_text()  # the code's digest only
-        assert [e["event"] for e in agent.events()].count("agent_enrolled") == 1
+        assert [e.get("event") for e in agent.events()].count("agent_enrolled") == 1
         assert code not in agent.log.read_text()  # neither the code ...
         assert stored["agent_token"] not in agent.log.read_text()  # ... nor the token is logged
         assert await agent.terminate() == 0, agent.tail()
@@ -81,7 +81,7 @@ async def test_an_agent_enrols_once_and_its_restart_uses_the_stored_token(
         agent = await AgentProcess(config).start()
         # THEN it does not enrol again: it loads the stored token and prints with it
         assert await printed(kiosk, badge_ref, agent)
-        events = [e["event"] for e in agent.events()]
+        events = [e.get("event") for e in agent.events()]
         assert "enrolment_token_loaded" in events and "agent_enrolled" not in events
         assert json.loads(token_file.read_text()) == stored
         assert await agent.terminate() == 0, agent.tail()
@@ -112,7 +112,7 @@ async def test_a_refused_code_exits_with_its_own_status_and_says_what_to_do(
         assert exit_status == EXIT_ENROLMENT_REFUSED, agent.tail()
     finally:
         await agent.kill()
-    refused = [e for e in agent.events() if e["event"] == "enrolment_refused"]
+    refused = [e for e in agent.events() if e.get("event") == "enrolment_refused"]
     assert refused and refused[0]["code"] == "enrolment_code_used"
     assert "ask the operator for a new code" in refused[0]["what_to_do"]
     assert not (tmp_path / "state" / TOKEN_FILE_NAME).exists()

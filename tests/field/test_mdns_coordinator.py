@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
+from pathlib import Path
 
 import pytest
+from zeroconf.asyncio import AsyncServiceInfo
 
+from badgeline.coordinator.redis_server import EmbeddedRedis
 from badgeline.discovery import (
+    COORDINATOR_SERVICE_TYPE,
     CoordinatorFollower,
     CoordinatorLocation,
     CoordinatorNotFound,
     find_coordinator,
+    open_zeroconf,
 )
+from badgeline.discovery.names import host_label
 from tests.field.conftest import FAST, LOOPBACK, PeerFactory, unique
 from tests.helpers import wait_for
+from tests.security.conftest import http_status, running_coordinator
 
 
 async def test_find_coordinator_returns_the_advertised_api(mdns_peer: PeerFactory) -> None:
@@ -137,3 +145,83 @@ async def test_an_independent_dns_implementation_reads_the_agent_advert(
         f'{instance} 4500 IN TXT "printer_id={printer_id}" "model=unknown" '
         '"version=0.1.0" "status_port=18470"'
     ) in records
+
+
+class CoordinatorAdverts:
+    """Resolves coordinator instance names afresh on each look, from one responder.
+
+    By name rather than by browsing: a browser that misses an announcement (its
+    first, unicast-answered query can land on another process's port-5353 socket
+    on a shared loopback) re-asks only after a growing back-off.
+    """
+
+    def __init__(self, venue: str) -> None:
+        base = f"badgeline coordinator {venue}"
+        machine = host_label(socket.gethostname())
+        self.names = [base, f"{base} ({machine})", f"{base} ({machine} 2)"]
+        self.venue = venue
+        self._zeroconf = open_zeroconf(LOOPBACK)
+
+    async def ports(self) -> dict[str, int]:
+        """Instance label -> port, for the names some host answers for now."""
+        adverts: dict[str, int] = {}
+        for label in self.names:
+            info = AsyncServiceInfo(COORDINATOR_SERVICE_TYPE, f"{label}.{COORDINATOR_SERVICE_TYPE}")
+            resolved = await info.async_request(self._zeroconf.zeroconf, 500)
+            if resolved and info.port and info.decoded_properties.get("venue") == self.venue:
+                adverts[label] = info.port
+        return adverts
+
+    async def close(self) -> None:
+        await self._zeroconf.async_close()
+
+
+async def test_a_coordinator_whose_venue_name_is_taken_renames_itself_and_keeps_serving(
+    mdns_peer: PeerFactory, tmp_path: Path, redis_server: EmbeddedRedis
+) -> None:
+    # GIVEN a coordinator of venue V advertising from another process, and browseable
+    # (its advertised port is above any free port, so it also wins the tie-break)
+    venue = unique("hall")
+    await mdns_peer("advertise-coordinator", "--venue", venue, "--port", "65432")
+    first = await find_coordinator(15, venue=venue, interfaces=LOOPBACK, timing=FAST)
+    heard = CoordinatorAdverts(venue)
+    base, renamed_label, third_label = heard.names
+    rival = open_zeroconf(LOOPBACK)
+    try:
+        # WHEN a real coordinator is started with the same venue name
+        with running_coordinator(
+            tmp_path, redis_server.url, venue, mdns=True, mdns_interfaces=LOOPBACK
+        ) as live:
+            port = int(live.url.rsplit(":", 1)[1])
+
+            async def adverts_with(ports: list[int]) -> dict[str, int] | None:
+                assert live.process.poll() is None, live.log()[-3000:]
+                adverts = await heard.ports()
+                return adverts if sorted(adverts.values()) == sorted(ports) else None
+
+            # THEN it advertises under a name of its own; the first keeps its name
+            adverts = await wait_for(lambda: adverts_with([port, 65432]), timeout_s=60)
+            assert adverts == {base: 65432, renamed_label: port}
+            renamed = f"{renamed_label}.{COORDINATOR_SERVICE_TYPE}"
+            assert first.name == f"{base}.{COORDINATOR_SERVICE_TYPE}"
+
+            # WHEN, once its announcement is done, another host announces that name
+            # without probing (what a probe answered too late amounts to)
+            async def announced() -> bool:
+                return f"mDNS: advertising {renamed} at" in live.log()
+
+            await wait_for(announced, timeout_s=30)
+            claim = AsyncServiceInfo(
+                COORDINATOR_SERVICE_TYPE, renamed, port=65433, server="rival-coordinator.local.",
+                parsed_addresses=LOOPBACK, properties={"venue": venue},
+            )  # fmt: skip
+            await (await rival.async_register_service(claim, cooperating_responders=True))
+            # THEN it gives way again, under a third name, and never stops serving
+            adverts = await wait_for(lambda: adverts_with([port, 65432, 65433]), timeout_s=60)
+            assert adverts == {base: 65432, renamed_label: 65433, third_label: port}
+            assert http_status(live.url + "/healthz") == 200
+            assert live.log().count("is taken by another coordinator") == 2
+            assert "(announced by rival-coordinator.local.:65433)" in live.log()
+    finally:
+        await heard.close()
+        await rival.async_close()
