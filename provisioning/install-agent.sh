@@ -10,6 +10,9 @@
 #   badgeline-agent.service      the systemd unit        -> /etc/systemd/system/
 #   99-badgeline-printers.rules  udev rules, group lp    -> /etc/udev/rules.d/
 #   wheels/badgeline-*.whl       the agent (plus, optionally, its dependencies' wheels)
+#   coordinator-ca.pem           optional: the CA (or self-signed certificate) of an
+#                                https coordinator -> /etc/badgeline/coordinator-ca.pem,
+#                                named by coordinator_ca_file in agent.toml
 # On first boot badgeline-install.service runs this from /boot/firmware/badgeline.
 set -euo pipefail
 
@@ -21,7 +24,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --from) FROM="$2"; shift 2 ;;
         --prefix) PREFIX="$2"; shift 2 ;;
-        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
         *) echo "install-agent.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -66,6 +69,10 @@ log "installing $(basename "$WHEEL")"
 #    only fixed identity is that group (DynamicUser + SupplementaryGroups=lp).
 install -d -m 0755 /etc/badgeline
 install -m 0640 -o root -g lp "$FROM/agent.toml" /etc/badgeline/agent.toml
+if [ -f "$FROM/coordinator-ca.pem" ]; then
+    # A certificate, not a secret: readable by the agent's transient user.
+    install -m 0644 "$FROM/coordinator-ca.pem" /etc/badgeline/coordinator-ca.pem
+fi
 
 # 4. USB printer permissions. Re-trigger so a printer that is already plugged
 #    in gets group lp now rather than at the next replug.
