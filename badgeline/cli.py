@@ -36,6 +36,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "failovers": ("badgeline.ops.failovers", "failover decisions, newest first"),
     "stats": ("badgeline.ops.stats", "badges printed by printer, hour or kiosk; failures"),
     "alerts": ("badgeline.ops.alerts", "active alerts and recent alert events"),
+    "enrolment-code": (
+        "badgeline.ops.enrolment_code",
+        "a one-time code a new agent trades for its token",
+    ),
 }
 
 

@@ -59,3 +59,19 @@ def test_the_cli_never_imports_the_coordinator_or_redis() -> None:
                      if isinstance(node, ast.ImportFrom)}  # fmt: skip
         forbidden = {m for m in imported if m.startswith(("redis", "badgeline.coordinator"))}
         assert not forbidden, f"{path.name} imports {forbidden}"
+
+
+async def test_an_enrolment_code_from_the_cli_enrols_an_agent_once(venue: Venue) -> None:
+    # GIVEN an operator who asks for a code for printer-a
+    issued = await venue.cli_ok("enrolment-code", "printer-a", "--ttl", "600")
+    code = issued.out.splitlines()[0]
+    assert "enrolment code for printer-a: works once" in issued.out
+    # WHEN an agent exchanges it THEN it gets its token, once
+    body = {"code": code, "printer_id": "printer-a", "agent_id": "pi-7"}
+    enrolled = await venue.api("POST", "/v1/enrol", {}, body, status=201)
+    assert enrolled["printer_id"] == "printer-a" and enrolled["agent_token"]
+    again = await venue.api("POST", "/v1/enrol", {}, body, status=410)
+    assert again["error"]["code"] == "enrolment_code_used"
+    # AND --json gives the API's answer
+    as_json = (await venue.cli_ok("enrolment-code", "printer-b", "--json")).json()
+    assert as_json["printer_id"] == "printer-b" and len(as_json["code"]) == 24
