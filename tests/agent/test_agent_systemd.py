@@ -87,3 +87,31 @@ async def test_the_agent_notifies_ready_pings_the_watchdog_and_says_stopping_on_
     finally:
         await agent.kill()
     assert seen.count("READY=1") == 1
+
+
+async def test_an_agent_waiting_to_enrol_keeps_systemd_waiting_and_stops_on_sigterm(
+    start_emulator: Any, tmp_path: Path, notify_socket: tuple[socket.socket, str]
+) -> None:
+    # GIVEN an agent with an enrolment code and a coordinator that is not up yet
+    sock, address = notify_socket
+    emulator: PrinterEmulator = await start_emulator()
+    config = write_agent_toml(
+        tmp_path / "agent.toml", emulator_table(emulator), printer_id="printer-a",
+        coordinator_url=f"http://127.0.0.1:{free_port()}",
+        enrolment_code="Q7xK-2pLm_9vRt4WzYb8nC3d", state_dir=tmp_path / "state",
+        status_port=0, mdns=False, retry_initial_s=0.05, retry_max_s=0.2,
+    )  # fmt: skip
+    env = dict(os.environ, NOTIFY_SOCKET=address, WATCHDOG_USEC="400000")
+    env.pop("WATCHDOG_PID", None)
+    agent = await AgentProcess(config, env).start()
+    seen: list[str] = []
+    try:
+        # THEN it pushes systemd's start timeout back and feeds the watchdog, not READY
+        await _until_seen(sock, "WATCHDOG=1", seen, timeout_s=30, times=2)
+        assert any(line.startswith("EXTEND_TIMEOUT_USEC=") for line in seen)
+        assert "READY=1" not in seen
+        # AND SIGTERM while it waits is a clean stop, with no token written
+        assert await agent.terminate() == 0, agent.tail()
+    finally:
+        await agent.kill()
+    assert not (tmp_path / "state" / "agent-token.json").exists()
