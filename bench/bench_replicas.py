@@ -247,7 +247,7 @@ def main() -> int:
     if args.kiosk_worker:
         asyncio.run(kiosk_worker(args.urls.split(","), args.count, args.concurrency, args.tag))
         return 0
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     args.replicas = [int(n) for n in args.replicas.split(",") if n]
     print("bench_replicas: accept throughput of 1..N coordinator replicas on one Redis")
     print(f"code: {git_revision()}")

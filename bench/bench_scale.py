@@ -311,7 +311,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     parser.add_argument("--keep", type=Path, help="keep the coordinator's log and state in DIR")
     args = parser.parse_args()
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     args.printers = [int(n) for n in args.printers.split(",") if n]
     args.command = shlex.join([".venv/bin/python", "bench/bench_scale.py", *sys.argv[1:]])
     print("bench_scale: one coordinator, simulated agents, kiosks at 1 job/s per printer")

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
 import sys
 import time
+from typing import Any
 
 ESC_INIT = b"\x1b@"
 FOOTER = re.compile(rb"job ([A-Za-z0-9_-]{4,64})\n")
@@ -63,13 +65,12 @@ class Relays:
         self.seen: dict[str, float] = {}
         self.ports: list[int] = []
         # The event loop holds tasks weakly: a connection's task must not vanish mid-job.
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
         for target in self.targets:
-            server = await asyncio.start_server(
-                lambda r, w, t=target: self._serve(r, w, t), "127.0.0.1", 0
-            )
+            server = await asyncio.start_server(functools.partial(self._serve, target=target),
+                                                "127.0.0.1", 0)  # fmt: skip
             self.ports.append(server.sockets[0].getsockname()[1])
 
     async def _serve(
@@ -77,8 +78,8 @@ class Relays:
     ) -> None:
         task = asyncio.current_task()
         if task is not None:
-            self._tasks.add(task)  # type: ignore[arg-type]
-            task.add_done_callback(self._tasks.discard)  # type: ignore[arg-type]
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target)
         except OSError:

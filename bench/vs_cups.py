@@ -444,7 +444,7 @@ def main() -> int:
                         " -10: ahead of other work on a shared machine (root)")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="keep logs and state under DIR")
     args = parser.parse_args()
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     if missing_tools():
         print(INSTALL_HINT, file=sys.stderr)
         return 2
