@@ -11,10 +11,13 @@ import json
 import re
 from dataclasses import dataclass
 
+from badgeline.agent.config import ENROLMENT_CODE_PATTERN
 from badgeline.protocol.ids import PRINTER_ID_PATTERN
 
 # Where the unit's StateDirectory= puts the journal and the agent token.
 AGENT_STATE_DIR = "/var/lib/badgeline-agent"
+# Where install-agent.sh puts a coordinator-ca.pem found beside agent.toml.
+AGENT_CA_FILE = "/etc/badgeline/coordinator-ca.pem"
 AGENT_STATUS_PORT = 8421
 _HEX_ID = r"(?:0x)?[0-9a-fA-F]{4}"
 
@@ -31,12 +34,21 @@ class AgentConfig:
     token: str | None = None
     enrolment_code: str | None = None
     venue: str | None = None
+    coordinator_ca_file: str | None = None  # the path on the Pi (AGENT_CA_FILE)
 
     def __post_init__(self) -> None:
         if not re.match(PRINTER_ID_PATTERN, self.printer_id):
             raise ValueError(
                 f"printer id {self.printer_id!r} must look like printer-a or printer-02 "
                 "(printer- then 1 to 16 of a-z, 0-9)"
+            )
+        # Caught here, not on the Pi at its first start (the agent checks it too).
+        if self.enrolment_code is not None and not re.match(
+            ENROLMENT_CODE_PATTERN, self.enrolment_code
+        ):
+            raise ValueError(
+                "--enrolment-code is not a code the coordinator issues (16 to 64 of"
+                " A-Z a-z 0-9 _ -): copy it again from `badgeline enrolment-code`"
             )
 
 
@@ -87,6 +99,8 @@ def render_agent_toml(config: AgentConfig) -> str:
     if config.enrolment_code:
         # One-time: exchanged on first contact for an agent token kept (0600) in state_dir.
         lines.append(f"enrolment_code = {_value(config.enrolment_code)}")
+    if config.coordinator_ca_file:
+        lines.append(f"coordinator_ca_file = {_value(config.coordinator_ca_file)}")
     lines += [
         f"state_dir = {_value(AGENT_STATE_DIR)}",
         f"status_port = {AGENT_STATUS_PORT}",

@@ -12,7 +12,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from badgeline.provision.agent_config import AgentConfig, PrinterSpecError, parse_printer
+from badgeline.provision.agent_config import (
+    AGENT_CA_FILE,
+    AgentConfig,
+    PrinterSpecError,
+    parse_printer,
+)
 from badgeline.provision.assets import AssetsMissing
 from badgeline.provision.boot import BootSystem, ProvisionError, Wifi
 from badgeline.provision.image import ImageError
@@ -28,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--coordinator-url", help="http://host:8420; omit to find it by mDNS")
     parser.add_argument("--venue", help="with mDNS: only follow this venue's coordinator")
+    parser.add_argument(
+        "--coordinator-ca", type=Path, metavar="PEM",
+        help="certificate (or CA) of an https coordinator for the agent to trust",
+    )  # fmt: skip
     secret = parser.add_mutually_exclusive_group(required=True)
     secret.add_argument("--enrolment-code", help="one-time code from the coordinator's operator")
     secret.add_argument("--token", help="an agent token bound to --printer-id")
@@ -63,9 +72,12 @@ def build_request(args: argparse.Namespace) -> ProvisionRequest:
         token=args.token,
         enrolment_code=args.enrolment_code,
         venue=args.venue,
+        coordinator_ca_file=AGENT_CA_FILE if args.coordinator_ca else None,
     )
     system = None if args.boot_system == "auto" else BootSystem(args.boot_system)
-    return ProvisionRequest(args.image, agent, list(args.wheel), _wifi(args), system)
+    return ProvisionRequest(
+        args.image, agent, list(args.wheel), _wifi(args), system, args.coordinator_ca
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from badgeline.provision.boot import (
 from badgeline.provision.image import BootPartition
 
 FOLDER = "/badgeline"
+CA_FILE_NAME = "coordinator-ca.pem"  # install-agent.sh looks for it under this name
 Progress = Callable[[str], None]
 
 
@@ -32,6 +34,7 @@ class ProvisionRequest:
     wheels: list[Path]
     wifi: Wifi | None = None
     boot_system: BootSystem | None = None  # None: detect from the image
+    coordinator_ca: Path | None = None  # PEM the agent trusts for an https coordinator
 
 
 @dataclass
@@ -51,8 +54,18 @@ def check_wheels(wheels: list[Path]) -> None:
         )
 
 
+def check_ca_bundle(path: Path | None) -> None:
+    if path is None:
+        return
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=str(path))
+    except (OSError, ssl.SSLError) as error:
+        raise ProvisionError(f"--coordinator-ca {path}: not a PEM certificate: {error}") from None
+
+
 def provision(request: ProvisionRequest, progress: Progress = print) -> ProvisionResult:
     check_wheels(request.wheels)
+    check_ca_bundle(request.coordinator_ca)
     assets = load_assets()
     with BootPartition(request.image) as boot:
         progress(
@@ -78,6 +91,10 @@ def provision(request: ProvisionRequest, progress: Progress = print) -> Provisio
             boot.remove(f"{FOLDER}/wheels/{old}")
         for wheel in request.wheels:
             write(f"{FOLDER}/wheels/{wheel.name}", wheel.read_bytes())
+        if request.coordinator_ca is not None:
+            write(f"{FOLDER}/{CA_FILE_NAME}", request.coordinator_ca.read_bytes())
+        elif boot.exists(f"{FOLDER}/{CA_FILE_NAME}"):
+            boot.remove(f"{FOLDER}/{CA_FILE_NAME}")  # a re-run without it: nothing stale
         if system is BootSystem.FIRSTRUN:
             _hook_firstrun(boot, request.wifi, write)
         else:

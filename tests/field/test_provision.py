@@ -35,6 +35,7 @@ from tests.field.pi_images import (
     mtools_read,
     tool,
 )
+from tests.security.conftest import self_signed_certificate
 
 IMAGER_FIRSTRUN = """#!/bin/bash
 
@@ -159,7 +160,7 @@ def test_mdns_and_enrolment_code_are_written_instead_of_url_and_token(
     agent = AgentConfig(
         printer_id="printer-07",
         printer=parse_printer("device:/dev/usb/lp0"),
-        enrolment_code="ENR-7Q4K-99XA",
+        enrolment_code="Q7xK-2pLm_9vRt4WzYb8nC3d",
         venue="hall-b",
     )
     # WHEN provisioned
@@ -169,11 +170,43 @@ def test_mdns_and_enrolment_code_are_written_instead_of_url_and_token(
     assert config == {
         "printer_id": "printer-07",
         "venue": "hall-b",
-        "enrolment_code": "ENR-7Q4K-99XA",
+        "enrolment_code": "Q7xK-2pLm_9vRt4WzYb8nC3d",
         "state_dir": "/var/lib/badgeline-agent",
         "status_port": 8421,
         "printer": {"kind": "device", "path": "/dev/usb/lp0"},
     }
+
+
+def test_a_coordinator_certificate_lands_beside_the_config_that_names_it(
+    tmp_path: Path, wheel: Path
+) -> None:
+    # GIVEN a coordinator serving HTTPS with a self-signed certificate
+    certificate = self_signed_certificate(tmp_path / "tls")
+    image = bookworm(tmp_path)
+    agent = AgentConfig(
+        printer_id="printer-07", printer=parse_printer("device:/dev/usb/lp0"),
+        coordinator_url="https://10.20.0.5:8420", token="t",
+        coordinator_ca_file="/etc/badgeline/coordinator-ca.pem",
+    )  # fmt: skip
+    # WHEN provisioned with it
+    provision(request(image, wheel, agent=agent, coordinator_ca=certificate.cert_file),
+              progress=quiet)  # fmt: skip
+    # THEN install-agent.sh finds it beside agent.toml, which names where it installs it
+    pem = mtools_read(image, "badgeline/coordinator-ca.pem")
+    assert pem == certificate.cert_file.read_bytes()
+    config = tomllib.loads(mtools_read(image, "badgeline/agent.toml").decode())
+    assert config["coordinator_ca_file"] == "/etc/badgeline/coordinator-ca.pem"
+    installer = (REPO_ROOT / "provisioning" / "install-agent.sh").read_text()
+    assert '"$FROM/coordinator-ca.pem" /etc/badgeline/coordinator-ca.pem' in installer
+    # AND a file that is not a certificate is refused before anything is written
+    with pytest.raises(ProvisionError, match="not a PEM certificate"):
+        provision(request(image, wheel, coordinator_ca=wheel), progress=quiet)
+
+
+def test_a_mistyped_enrolment_code_is_refused_when_provisioning() -> None:
+    with pytest.raises(ValueError, match="not a code the coordinator issues"):
+        AgentConfig(printer_id="printer-07", printer=parse_printer("device:/dev/usb/lp0"),
+                    enrolment_code="ENR-7Q4K")  # fmt: skip
 
 
 def test_provisioning_twice_changes_nothing_the_second_time(tmp_path: Path, wheel: Path) -> None:
@@ -339,7 +372,7 @@ def test_the_cli_shows_progress_and_writes_the_image(tmp_path: Path, wheel: Path
     result = subprocess.run(
         [sys.executable, "-m", "badgeline.cli", "provision", str(image),
          "--printer-id", "printer-03", "--printer", "network:10.0.0.21:9100",
-         "--enrolment-code", "ENR-AAAA-BBBB", "--wheel", str(wheel),
+         "--enrolment-code", "AAAAbbbbCCCCdddd_EEEE-ffff", "--wheel", str(wheel),
          "--wifi-ssid", "Staff", "--wifi-password", "pw", "--wifi-country", "gb"],
         capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
