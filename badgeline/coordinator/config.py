@@ -79,6 +79,12 @@ class CoordinatorSettings(TomlThenEnvironment):
     redis_sentinel_master: str | None = Field(
         default=None, min_length=1, description="the master's name in the sentinels' config"
     )
+    # Concurrent Redis commands per process (per node on a cluster). A request
+    # beyond it waits for a free connection (up to redis_pool_wait_s, then 503)
+    # instead of failing: at a few hundred printers, heartbeats, long-poll
+    # leases and kiosk submits easily have more than redis-py's 100 in flight.
+    redis_max_connections: int = Field(default=512, ge=8, le=10_000)
+    redis_pool_wait_s: float = Field(default=5.0, gt=0, le=60)
     state_dir: Path = Path("var/coordinator")
     embedded_appendfsync: Literal["always", "everysec"] = "always"
 

@@ -23,7 +23,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TypeAlias
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
 from redis.exceptions import RedisClusterException, RedisError
@@ -104,18 +104,26 @@ def connect(
         assert url is not None  # the settings validator requires redis_url
         extra = [ClusterNode(*_host_port(a)) for a in settings.redis_cluster_nodes]
         cluster = RedisCluster.from_url(
-            url, startup_nodes=extra, health_check_interval=HEALTH_CHECK_INTERVAL_S
-        )
+            url, startup_nodes=extra, health_check_interval=HEALTH_CHECK_INTERVAL_S,
+            max_connections=settings.redis_max_connections,
+        )  # fmt: skip
         return cluster, None
     if settings.redis_mode == "sentinel":
         assert settings.redis_sentinel_master is not None  # validated with the settings
         sentinel = Sentinel([_host_port(a) for a in settings.redis_sentinels],
                             socket_timeout=2.0, socket_connect_timeout=2.0)  # fmt: skip
         master = sentinel.master_for(settings.redis_sentinel_master, redis_class=Redis,
-                                     health_check_interval=HEALTH_CHECK_INTERVAL_S)  # fmt: skip
+                                     health_check_interval=HEALTH_CHECK_INTERVAL_S,
+                                     max_connections=settings.redis_max_connections)  # fmt: skip
         return master, SentinelWatch(sentinel, settings.redis_sentinel_master, master)
     assert url is not None
-    return Redis.from_url(url, health_check_interval=HEALTH_CHECK_INTERVAL_S), None
+    # Blocking: past max_connections a command waits for a free connection
+    # rather than failing with "Too many connections".
+    pool = BlockingConnectionPool.from_url(
+        url, max_connections=settings.redis_max_connections,
+        timeout=settings.redis_pool_wait_s, health_check_interval=HEALTH_CHECK_INTERVAL_S,
+    )  # fmt: skip
+    return Redis(connection_pool=pool), None
 
 
 async def check_topology(client: RedisClient, settings: CoordinatorSettings) -> None:

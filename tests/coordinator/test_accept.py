@@ -9,7 +9,9 @@ import pytest
 from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
+from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.redis_client import connect
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, auth
 from tests.coordinator import flows
 from tests.helpers import job_body
@@ -275,3 +277,21 @@ async def test_unknown_paths_and_methods_answer_in_the_error_shape(
         await flows.expect(await client.delete("/v1/jobs", headers=KIOSK), 405),
         "method_not_allowed",
     )
+
+
+async def test_more_requests_in_flight_than_redis_connections_wait_instead_of_failing(
+    settings: CoordinatorSettings, aiohttp_client: Any
+) -> None:
+    # A few hundred printers and kiosks put more commands in flight than the pool
+    # holds; redis-py's default pool then fails them ("Too many connections", 503).
+    small = settings.model_copy(update={"redis_max_connections": 8})
+    redis, _ = connect(small, small.redis_url)
+    try:
+        client: TestClient[Any, Any] = await aiohttp_client(create_app(small, redis))
+        responses = await asyncio.gather(
+            *[client.post("/v1/jobs", json=job_body(), headers=KIOSK) for _ in range(120)]
+        )
+        assert sorted({r.status for r in responses}) == [201]
+        await client.close()
+    finally:
+        await redis.aclose()
