@@ -78,6 +78,7 @@ async def _every_operation(client: Client) -> None:
     granted = await flows.lease_one(client, "printer-b")
     await flows.start(client, granted["job_id"], granted["lease_id"], "printer-b")
     await _beat(client, "printer-b", jammed=True)
+    await flows.submit(client, printer_target="auto")  # routed by the route script
 
 
 async def test_every_script_keeps_to_its_venues_slot(
