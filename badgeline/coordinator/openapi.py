@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from badgeline import __version__
+from badgeline.coordinator.openapi_links import links_for
 from badgeline.coordinator.openapi_operations import BY_KEY, JSON_OBJECT, Body, Operation
 from badgeline.protocol import models as m
 
@@ -50,7 +51,7 @@ def build_openapi(routes: tuple[tuple[str, str], ...] | None = None) -> dict[str
     refs, schema = _schemas(known)
     paths: dict[str, dict[str, Any]] = {}
     for (method, path), op in zip(routes, operations, strict=True):
-        doc = _operation_document(op, refs) if op is not None else _undocumented(path)
+        doc = _operation_document(op, refs, set(routes)) if op is not None else _undocumented(path)
         paths.setdefault(path, {})[method] = doc
     return {
         "openapi": "3.1.0",
@@ -73,7 +74,9 @@ def _schemas(operations: list[Operation]) -> tuple[dict[Any, Any], dict[str, Any
     return models_json_schema(keys, ref_template="#/components/schemas/{model}")
 
 
-def _operation_document(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:
+def _operation_document(
+    op: Operation, refs: dict[Any, Any], routes: set[tuple[str, str]]
+) -> dict[str, Any]:
     doc: dict[str, Any] = {"summary": op.summary, "responses": {}}
     if op.roles:
         doc["description"] = "Roles: " + ", ".join(op.roles)
@@ -88,6 +91,9 @@ def _operation_document(op: Operation, refs: dict[Any, Any]) -> dict[str, Any]:
     for status, body in _responses(op, params).items():
         content = _content(body, refs, "serialization") if body is not None else {}
         doc["responses"][str(status)] = {"description": str(status), "content": content}
+        links = links_for(op.method, op.path, status, routes)
+        if links:
+            doc["responses"][str(status)]["links"] = links
     return doc
 
 

@@ -15,7 +15,14 @@ from typing import Final
 
 from pydantic import BaseModel
 
-from badgeline.coordinator import api_ops, api_printers, api_reports, enrolment, reprint
+from badgeline.coordinator import (
+    api_agent,
+    api_ops,
+    api_printers,
+    api_reports,
+    enrolment,
+    reprint,
+)
 from badgeline.protocol import models as m
 
 JSON_OBJECT: Final = "json-object"
@@ -64,9 +71,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("post", "/v1/agents/{printer_id}/heartbeat", "Report printer health", AGENT,
               m.HeartbeatRequest, {200: m.HeartbeatResponse}),
     Operation("post", "/v1/agents/{printer_id}/lease", "Long-poll for jobs", AGENT, None,
-              {200: m.LeaseResponse},
-              query=(("wait", "number", "seconds to wait for work"),
-                     ("max", "integer", "most jobs to lease"))),
+              {200: m.LeaseResponse}, query_model=api_agent.LeaseQuery),
     Operation("post", "/v1/agents/{printer_id}/jobs/{job_id}/start", "Ask for the start grant",
               AGENT, m.StartRequest, {200: m.StartResponse, 409: m.ErrorBody}),
     Operation("post", "/v1/agents/{printer_id}/jobs/{job_id}/ack", "Report a print result",
