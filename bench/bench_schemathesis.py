@@ -1,15 +1,18 @@
 """Schemathesis against a live coordinator, at least 10,000 cases.
 
     .venv/bin/python bench/bench_schemathesis.py [--cases 10000] [--per-operation 400]
-        [--seed 1]
+        [--stateful-cases 3000] [--seed 1]
 
 Starts one Redis (EmbeddedRedis) and the real coordinator in its own process
 (`python -m badgeline.cli coordinator --config <toml>`), with the test tokens and
 `lease_max_wait_s = 0` (a fuzzed long-poll answers at once), then runs the driver
 of tests/security/fuzz.py over every operation of `/v1/openapi.json`, positive and
 negative cases, in rounds with seeds `seed`, `seed + 1`, … until `--cases` cases
-have been sent. Nothing stops at a failure: each is listed with a curl command
-that reproduces it.
+have been sent. Then the stateful driver (tests/security/fuzz_stateful.py) sends
+`--stateful-cases` more in call sequences along the document's links (submit →
+read / cancel / reprint / list, lease → start → ack, code → enrol), seeded from
+`seed` too. Nothing stops at a failure: each is listed with a curl command that
+reproduces it.
 
 Checked per answer: no 5xx other than the documented 503s (queue_full,
 no_printer_available), every 4xx/5xx in the documented error shape with a known
@@ -35,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from badgeline.coordinator.redis_server import EmbeddedRedis
 from tests.security.conftest import running_coordinator
 from tests.security.fuzz import FuzzReport, FuzzTarget, fuzz
+from tests.security.fuzz_stateful import fuzz_stateful
 from tests.security.test_schemathesis import FUZZ_SETTINGS, seed_jobs
 
 
@@ -57,6 +61,11 @@ def main() -> int:
         default=400,
         help="hypothesis max_examples per operation and mode, per round",
     )
+    parser.add_argument("--stateful-cases", type=int, default=3000,
+                        help="then send at least this many in linked call sequences")
+    parser.add_argument("--scenarios-per-run", type=int, default=40,
+                        help="call sequences per state machine run")
+    parser.add_argument("--steps", type=int, default=10, help="most calls per sequence")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
@@ -75,21 +84,37 @@ def main() -> int:
                 rounds += 1
                 print(f"round {rounds}: {total.cases} cases, {len(total.failures)} failures",
                       file=sys.stderr, flush=True)  # fmt: skip
+            stateful = FuzzTarget(live.url, jobs, 0, seed=args.seed, stop_on_failure=False)
+            if args.stateful_cases > 0:
+                fuzz_stateful(stateful, args.stateful_cases, args.scenarios_per_run, args.steps)
+            print(f"stateful: {stateful.report.cases} cases, "
+                  f"{len(stateful.report.failures)} failures", file=sys.stderr, flush=True)
             log = live.log()
     finally:
         redis.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+    after = stateful.report
     figures = {
-        **total.summary(),
+        "cases": total.cases + after.cases,
+        "failures": len(total.failures) + len(after.failures),
+        "by_status": dict(sorted((total.by_status + after.by_status).items())),
         "wall_s": round(time.monotonic() - started, 1),
-        "rounds": rounds, "seeds": [args.seed, args.seed + rounds - 1],
-        "per_operation_per_round": args.per_operation,
-        "cases_by_operation": dict(sorted(total.by_operation.items())),
         "unhandled_errors_in_log": log.count("unhandled error"),
         "tracebacks_in_log": log.count("Traceback"),
+        "stateless": {
+            **total.summary(),
+            "rounds": rounds, "seeds": [args.seed, args.seed + rounds - 1],
+            "per_operation_per_round": args.per_operation,
+            "cases_by_operation": dict(sorted(total.by_operation.items())),
+        },
+        "stateful": {
+            **after.summary(),
+            "seed": args.seed, "scenarios_per_run": args.scenarios_per_run, "steps": args.steps,
+            "answers": dict(sorted(after.by_answer.items())),
+        },
     }  # fmt: skip
     print(json.dumps(figures, indent=2))
-    for failure in total.failures[:50]:
+    for failure in (total.failures + after.failures)[:50]:
         print(failure)
     return 0
 
