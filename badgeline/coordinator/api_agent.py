@@ -60,6 +60,10 @@ async def heartbeat(request: web.Request) -> web.Response:
                   previous=outcome.previous_state, state=str(outcome.state),
                   health=beat.health.model_dump(mode="json"))  # fmt: skip
         coordinator.monitor_wakeup.set()
+    if outcome.paper != outcome.previous_paper:  # the script recorded the alert event
+        level = {"low": logging.WARNING, "out": logging.ERROR}.get(outcome.paper, logging.INFO)
+        log_event(f"printer_paper_{outcome.paper}", level, printer_id=printer_id,
+                  previous=outcome.previous_paper)  # fmt: skip
     return json_response(
         HeartbeatResponse(
             state=outcome.state,

@@ -9,7 +9,6 @@ finish, inside the script that finishes them (scripts/includes/tally.lua).
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -19,7 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.api_printers import printer_summary
 from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import json_response, query_model
 from badgeline.coordinator.rebalance import SKEW_MARGIN
 from badgeline.coordinator.routing import STALE_AFTER_INTERVALS
@@ -33,7 +31,6 @@ DEFAULT_STALL_AFTER_S = 30.0
 # Most live jobs one census returns: printers x high-water mark is the normal
 # ceiling; past this the report says `truncated` rather than stall Redis.
 CENSUS_LIMIT = 20_000
-ALERT_EVENTS_KEPT = 500
 
 
 def _text(value: Any) -> str:
@@ -176,24 +173,6 @@ async def list_queues(request: web.Request) -> web.Response:
 
 
 # --------------------------------------------------------------------------- alerts
-
-
-async def record_paper_level(coordinator: Coordinator, printer_id: str, paper: str) -> None:
-    """Raise a paper alert event when a printer's paper level changes (once per
-    change, whichever replica sees the heartbeat: SET … GET is atomic)."""
-    store = coordinator.store
-    previous = await store.redis.set(store.keys.paper_level(printer_id), paper, get=True)
-    before = _text(previous) if previous is not None else "ok"
-    if before == paper:
-        return
-    level = {"low": logging.WARNING, "out": logging.ERROR}.get(paper, logging.INFO)
-    log_event(f"printer_paper_{paper}", level, printer_id=printer_id, previous=before)
-    event = {"at": await _now_ms(coordinator) / 1000, "kind": f"paper_{paper}",
-             "printer_id": printer_id, "previous": before}  # fmt: skip
-    async with store.redis.pipeline(transaction=True) as pipe:
-        pipe.lpush(store.keys.alert_events, json.dumps(event))
-        pipe.ltrim(store.keys.alert_events, 0, ALERT_EVENTS_KEPT - 1)
-        await pipe.execute()
 
 
 def _alert(kind: str, severity: str, message: str, printer_id: str | None = None) -> dict[str, Any]:

@@ -31,8 +31,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 
 from badgeline.coordinator.api_printers import printer_summary
-from badgeline.coordinator.api_reports import Census, record_paper_level, take_census
-from badgeline.coordinator.context import COORDINATOR, Coordinator, authenticate
+from badgeline.coordinator.api_reports import Census, take_census
+from badgeline.coordinator.context import Coordinator, authenticate
 from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import Handler
 from badgeline.coordinator.store import AckOutcome
@@ -222,20 +222,8 @@ def observe_printed(app: web.Application, outcome: AckOutcome) -> None:
         metrics.scan_to_print.observe(outcome.scan_to_print_s)
 
 
-async def _observe_heartbeat(
-    request: web.Request, response: web.Response, metrics: Metrics, _elapsed_s: float
-) -> None:
-    if response.status != 200:
-        return
-    # The handler has read (and aiohttp cached) the body: this read is free.
-    beat = json.loads(await request.read())
-    paper = str(beat.get("health", {}).get("paper", "ok"))
-    await record_paper_level(request.app[COORDINATOR], request.match_info["printer_id"], paper)
-
-
 OBSERVERS: dict[str, Observer] = {
     "/v1/jobs": _observe_accept,
-    "/v1/agents/{printer_id}/heartbeat": _observe_heartbeat,
 }
 
 

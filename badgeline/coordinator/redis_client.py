@@ -123,7 +123,7 @@ def connect(
         url, max_connections=settings.redis_max_connections,
         timeout=settings.redis_pool_wait_s, health_check_interval=HEALTH_CHECK_INTERVAL_S,
     )  # fmt: skip
-    return Redis(connection_pool=pool), None
+    return Redis.from_pool(pool), None  # closing the client closes its pool
 
 
 async def check_topology(client: RedisClient, settings: CoordinatorSettings) -> None:

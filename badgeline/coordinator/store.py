@@ -22,6 +22,9 @@ from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, JobView, PrintJob
 from badgeline.protocol.states import JobState, PrinterState
 
+# Alert events (paper low/out) kept per venue, newest first.
+ALERT_EVENTS_KEPT = 500
+
 
 def payload_hash(job: PrintJob) -> str:
     """The dedupe gate compares this: same key + same payload = the same job."""
@@ -80,6 +83,8 @@ class HeartbeatOutcome:
     paused: bool
     state: PrinterState
     previous_state: str
+    paper: str
+    previous_paper: str
 
     @property
     def changed(self) -> bool:
@@ -245,13 +250,15 @@ class JobStore:
         )
 
     async def heartbeat(self, printer_id: str, beat: HeartbeatRequest) -> HeartbeatOutcome:
+        k = self.keys
         reply = await self._run(
             "heartbeat",
-            [self.keys.printer(printer_id), self.keys.printers],
+            [k.printer(printer_id), k.printers, k.paper_level(printer_id), k.alert_events],
             [
                 printer_id, beat.agent_id, beat.version, beat.health.model_dump_json(),
                 json.dumps(beat.journal), json.dumps(beat.labels), probe_verdict(beat.health),
                 self.settings.fail_threshold, self.settings.recover_after_healthy,
+                str(beat.health.paper), ALERT_EVENTS_KEPT,
             ],
         )  # fmt: skip
         return HeartbeatOutcome(
@@ -259,6 +266,8 @@ class JobStore:
             paused=int(reply[1]) > int(reply[0]),
             state=PrinterState(_text(reply[2])),
             previous_state=_text(reply[3]),
+            paper=str(beat.health.paper),
+            previous_paper=_text(reply[4]),
         )
 
     # ------------------------------------------------------------------ lifecycle

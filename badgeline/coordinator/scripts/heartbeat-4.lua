@@ -1,6 +1,7 @@
 -- Record a printer agent's heartbeat and update the printer's health verdict.
 --
--- KEYS[1] printer hash  KEYS[2] printers set
+-- KEYS[1] printer hash  KEYS[2] printers set  KEYS[3] printer's last paper level
+-- KEYS[4] alert events list
 -- ARGV[1] printer_id  ARGV[2] agent_id  ARGV[3] version  ARGV[4] health JSON
 -- ARGV[5] journal JSON  ARGV[6] labels JSON
 -- ARGV[7] probe verdict: ok | low | failed | fatal
@@ -8,7 +9,9 @@
 --    failed = printer unreachable: one failure; low = paper low: degraded)
 -- ARGV[8] consecutive failures that make a printer dead
 -- ARGV[9] consecutive good heartbeats that bring a dead printer back
--- Returns {now_ms, paused_until_ms, new_state, old_state}
+-- ARGV[10] paper level reported (ok | low | out)  ARGV[11] alert events kept
+-- A change of paper level pushes one alert event, whichever replica sees it.
+-- Returns {now_ms, paused_until_ms, new_state, old_state, previous paper level}
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'state', 'consecutive_failures', 'consecutive_healthy')
 local old_state = f[1] or 'new'
@@ -44,4 +47,13 @@ if new_state ~= old_state then
   end
 end
 redis.call('SADD', KEYS[2], ARGV[1])
-return {now, tonumber(redis.call('HGET', KEYS[1], 'paused_until_ms') or '0'), new_state, old_state}
+
+local paper_before = redis.call('GET', KEYS[3]) or 'ok'
+if paper_before ~= ARGV[10] then
+  redis.call('SET', KEYS[3], ARGV[10])
+  redis.call('LPUSH', KEYS[4], cjson.encode({at = now / 1000, kind = 'paper_' .. ARGV[10],
+    printer_id = ARGV[1], previous = paper_before}))
+  redis.call('LTRIM', KEYS[4], 0, tonumber(ARGV[11]) - 1)
+end
+return {now, tonumber(redis.call('HGET', KEYS[1], 'paused_until_ms') or '0'), new_state, old_state,
+  paper_before}
