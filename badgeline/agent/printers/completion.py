@@ -15,7 +15,7 @@ error recovery clears, with the buffer, is never answered. So after a badge
 the agent sends a process ID request and waits for its own ID:
 
 - the response arrived: the badge is on paper (``PRINTED``);
-- meanwhile the agent polls ``DLE EOT 1`` every ``poll_s``: the printer went
+- meanwhile the agent polls ``DLE EOT 1`` (soon, then every ``poll_s``): the printer went
   offline (jam, cover open, paper end) before answering (``FAULT``), or it
   stopped answering altogether (``SILENT``);
 - no response within ``within_s`` although the printer said it was online
@@ -50,6 +50,10 @@ RESPONSE_IDENTIFIER = 0x22
 RESPONSE_SIZE = 7  # header, identifier, d1..d4, NUL
 POLL_QUERY = StatusQuery.PRINTER.command  # DLE EOT 1: bit 3 is "offline"
 DEFAULT_POLL_S = 0.2
+# The first poll comes this soon and the interval doubles up to `poll_s`: a printer
+# that is done at once (an emulator, a short badge) is confirmed in milliseconds, not
+# a whole `poll_s` later, while a slow one is still asked only every `poll_s`.
+FIRST_POLL_S = 0.01
 
 
 class Outcome(StrEnum):
@@ -136,6 +140,7 @@ def await_process_id(
     io.write(process_id_request(process_id))
     sorter = ReplySorter()
     deadline = clock() + within_s
+    pause_s = min(FIRST_POLL_S, poll_s)
     while True:
         io.write(POLL_QUERY)
         # Read until the poll's status byte: a response sent before it comes first.
@@ -156,4 +161,5 @@ def await_process_id(
                 Outcome.TIMED_OUT,
                 f"no process ID response within {within_s:g} s though the printer is online",
             )
-        sleep(poll_s)
+        sleep(pause_s)
+        pause_s = min(2 * pause_s, poll_s)
