@@ -50,6 +50,11 @@ AGENT_DEFAULTS: dict[str, Any] = {
     "request_timeout_s": 5.0,
     "width_dots": 192,  # a narrow badge: the render is not what a chaos run tests
     "stop_grace_s": 3.0,
+    # A fault that clears a page from the printer's buffer leaves the agent waiting
+    # for a process ID response that never comes; at the default 30 s each such
+    # page held its printer (and a run's settling) for half a minute. 10 s is still
+    # six times the slowest printing a run injects (SLOW_MS: 1.5 s per badge).
+    "print_confirm_timeout_s": 10.0,
 }
 START_TIMEOUT_S = 60.0
 
