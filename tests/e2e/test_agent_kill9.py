@@ -33,7 +33,10 @@ from tests.e2e.venue import (
 )
 
 PRINTER = "printer-a"
-KILLS = 20
+# 12 kills in the suite: about 8 of them land between a grant and its printed
+# record (the uncertain window), so both branches of the checks below are taken.
+# BADGELINE_E2E_KILLS=40 (or any count) runs a long version (docs/reliability.md).
+KILLS = int(os.environ.get("BADGELINE_E2E_KILLS", "12"))
 # Fixed so a failure can be replayed; BADGELINE_E2E_KILL_SEED picks another.
 KILL_SEED = int(os.environ.get("BADGELINE_E2E_KILL_SEED", "20240917"))
 # Most kills land while the agent prints (after its first grant in that life),
@@ -120,21 +123,25 @@ def life_of(lives: list[Life], moment: float) -> Life:
     return next(life for life in lives if life.holds(moment))
 
 
-@pytest.mark.timeout(360)  # ~50 s on a quiet 2-core machine; far more when it is shared
-def test_20_kill_9s_of_an_agent_lose_nothing_and_duplicate_only_uncertain_prints(
+@pytest.mark.timeout(360)  # ~25 s on a quiet 2-core machine; far more when it is shared
+def test_repeated_kill_9s_of_an_agent_lose_nothing_and_duplicate_only_uncertain_prints(
     start_venue: VenueFactory,
 ) -> None:
     rng = random.Random(KILL_SEED)
     # GIVEN one printer whose agent is busy printing. The coordinator waits 100
     # missed heartbeats before it declares the printer dead, so failover (tested
-    # in tests/failover) stays out of this: every reprint here is the agent's.
+    # in tests/failover) stays out of this: every reprint here is the agent's. A
+    # lease a killed life took but never journaled goes back to the queue after
+    # lease_ttl_s; 5 s (not the default 30 s) keeps the last one from holding the
+    # test up for half a minute.
     venue = start_venue(start=False, printer_ids=(PRINTER,),
-                        extra_coordinator_config={"fail_threshold": 100})  # fmt: skip
+                        extra_coordinator_config={"fail_threshold": 100,
+                                                  "lease_ttl_s": 5.0})  # fmt: skip
     lives = [Life(started_at=time.time())]
     venue.start()
     kiosk = Kiosk(venue)
 
-    # WHEN it is killed with SIGKILL 20 times at random points, restarted each time
+    # WHEN it is killed with SIGKILL again and again at random points, restarted each time
     for _ in range(KILLS):
         kiosk.top_up()
         kill_at_random(venue, lives[-1], rng)
