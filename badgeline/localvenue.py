@@ -57,6 +57,23 @@ class ManagedProcess:
             self.process.wait()
 
 
+def stop_together(processes: list[ManagedProcess], timeout_s: float = 10.0) -> None:
+    """SIGTERM to every process first, then wait for each (SIGKILL after `timeout_s`):
+    their shutdowns overlap instead of adding up."""
+    running = [managed for managed in processes if managed.running]
+    for managed in running:
+        assert managed.process is not None
+        managed.process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    for managed in running:
+        assert managed.process is not None
+        try:
+            managed.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            managed.process.kill()
+            managed.process.wait()
+
+
 @dataclass
 class PrinterSlot:
     printer_id: str
@@ -200,7 +217,8 @@ class LocalVenue:
 
     def wait_for_coordinator(self, index: int = 0) -> None:
         url, name = self.coordinator_urls[index], self.coordinator_name(index)
-        wait_until(lambda: self._alive(name) and http_ok(url + "/healthz"), 30,
+        # 60 s: a coordinator imports for seconds, and far longer on a shared, loaded machine.
+        wait_until(lambda: self._alive(name) and http_ok(url + "/healthz"), 60,
                    f"the coordinator at {url} to answer")  # fmt: skip
 
     def start_emulator(self, printer_id: str, wait: bool = True) -> None:
@@ -259,8 +277,8 @@ class LocalVenue:
 
     def stop(self) -> None:
         # Agents first, so they do not spend their last seconds retrying a dead coordinator.
-        for name in sorted(self.processes, key=lambda n: (not n.startswith("agent"), n)):
-            self.processes[name].stop()
+        stop_together([p for name, p in self.processes.items() if name.startswith("agent")])
+        stop_together([p for name, p in self.processes.items() if not name.startswith("agent")])
         if self.redis is not None:
             self.redis.stop()
 

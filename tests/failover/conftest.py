@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from badgeline.localvenue import LocalVenue
+from badgeline.localvenue import LocalVenue, stop_together
 from badgeline.samples import sample_badge_pdf
 from tests.failover.relay import TcpRelay
 
@@ -54,11 +54,9 @@ def make_venue(tmp_path: Path) -> Iterator[VenueFactory]:
 
 
 def stop_quickly(venue: LocalVenue) -> None:
-    """Agents stop as usual; coordinators are killed: a graceful stop waits out the
-    lease long-polls of agents already gone (up to `lease_max_wait_s`)."""
-    for name, process in venue.processes.items():
-        if name.startswith("agent"):
-            process.stop()
+    """Agents stop as usual (all at once); coordinators are killed: a graceful stop
+    waits out the lease long-polls of agents already gone (up to `lease_max_wait_s`)."""
+    stop_together([p for name, p in venue.processes.items() if name.startswith("agent")])
     for name, process in venue.processes.items():
         if name.startswith("coordinator"):
             process.kill()
