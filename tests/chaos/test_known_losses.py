@@ -41,8 +41,9 @@ async def test_badges_in_a_slow_printers_buffer_survive_a_paper_out(
     tmp_path: Path,
 ) -> None:
     venue = ChaosVenue(tmp_path / "venue", (PRINTER,), coordinators=1)
-    await venue.start()
     try:
+        # Inside the try: a start that fails half-way must not leave its processes behind.
+        await venue.start()
         # GIVEN a printer that takes 1.5 s per badge, and five badges for it
         await venue.set_speed(PRINTER, 1500)
         submissions = await submit(venue, await upload_badge(venue), JOBS)
