@@ -102,13 +102,16 @@ def test_an_uncertain_report_after_the_failover_goes_to_a_healthy_printer(
     venue, printer_relay, network = venue_with_relays(make_venue, relays, ack_grace_s=8.0)
     job_id = pin_agent_mid_print(venue, printer_relay, badge_pdf)
 
-    # Cut off, printer-a is failed over; then its printer jams, so the agent's
-    # confirmation probe cannot tell whether the badge came out: `uncertain`,
-    # reported once the network is back, while printer-a is still dead.
+    # Cut off, printer-a is failed over; then its printer jams and the link to
+    # it drops with the printer's "on paper" answer (GS ( H) still unread, so
+    # the agent cannot tell whether the badge came out: `uncertain`, reported
+    # once the network is back, while printer-a is still dead.
     network.cut()
     wait_for_decision(venue, "printer-a")
     venue.set_fault("printer-a", "jam")
+    printer_relay.cut()
     printer_relay.release_replies()
+    printer_relay.restore()
     network.restore()
     wait_all_printed(venue, [job_id], timeout_s=30)
 
