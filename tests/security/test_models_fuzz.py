@@ -92,7 +92,9 @@ def test_arbitrary_bytes_are_accepted_or_refused_never_crash(
         _round_trips(accepted)
 
 
-@settings(max_examples=300)
+# 100 here (about 15 s): each example builds a nested document; the schemathesis
+# bench sends thousands more through the HTTP layer (docs/reliability.md).
+@settings(max_examples=100)
 @given(st.sampled_from(INBOUND).flatmap(lambda m: st.tuples(st.just(m), _shaped_like(m))))
 def test_arbitrary_json_is_accepted_or_refused_and_what_is_accepted_round_trips(
     case: tuple[type[BaseModel], dict[str, Any]],
