@@ -47,11 +47,22 @@ def find_server_binary() -> str:
     )
 
 
+# Ports this process has handed out: the kernel may give a just-closed port to
+# the next bind(0), and two servers started from one process (an emulator and
+# an agent's status endpoint, say) would then collide.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A port free now and not handed out before by this process."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port: int = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise OSError("no free port that this process has not handed out already")
 
 
 def _die_with_parent() -> None:
