@@ -84,10 +84,6 @@ class FailoverController:
             known=sorted(_text(p) for p in reply[2]),
         )
 
-    async def printers_awaiting_failover(self) -> list[str]:
-        """Dead printers whose death no failover has handled yet (also counts missed beats)."""
-        return (await self.check_heartbeats()).awaiting_failover
-
     async def execute(
         self, printer_id: str, *, mode: str = "auto", reason: str = "printer declared dead",
         targets: list[str] | None = None, actor: str = ACTOR,
