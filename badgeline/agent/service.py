@@ -34,7 +34,7 @@ import logging
 import time
 from collections.abc import Coroutine
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from badgeline.agent.client import CoordinatorClient
 from badgeline.agent.config import AgentSettings
@@ -42,7 +42,6 @@ from badgeline.agent.fetch import BadgeFetcher
 from badgeline.agent.health import Heartbeat, PrinterWatch, probe_forever
 from badgeline.agent.journal import Journal, JournalSettings, RecoveryPlan
 from badgeline.agent.leasing import LeaseLoop
-from badgeline.agent.mdns import AgentMdns
 from badgeline.agent.outbox import AckOutbox
 from badgeline.agent.prepare import BadgePreparer, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, link_for
@@ -51,7 +50,11 @@ from badgeline.agent.retry import Backoff, sleep_unless_stopped
 from badgeline.agent.status import LastProblem, StatusServer
 from badgeline.agent.testprint import DiagnosticPrinter
 from badgeline.coordinator.events import log_event
-from badgeline.discovery import CoordinatorLocation
+
+if TYPE_CHECKING:
+    # zeroconf (3.5 MB of the agent's idle RSS) loads only when mdns is on.
+    from badgeline.agent.mdns import AgentMdns
+    from badgeline.discovery import CoordinatorLocation
 
 # After the loops stop, one last try to deliver results, bounded: a stop must not
 # hang on a coordinator that is away (the journal keeps them for the next start).
@@ -298,6 +301,8 @@ class Agent:
         await self._status.start()
         if not settings.mdns:
             return
+        from badgeline.agent.mdns import AgentMdns
+
         self._mdns = AgentMdns(
             printer_id=settings.printer_id, model=settings.printer_model,
             interfaces=settings.mdns_interfaces,
