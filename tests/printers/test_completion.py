@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
 
-from badgeline.agent.printers import AsyncPrinterLink, NetworkConnection, NetworkLink, UsbLink
+from badgeline.agent.printers import (
+    AsyncPrinterLink,
+    DeviceConnection,
+    DeviceLink,
+    NetworkConnection,
+    NetworkLink,
+    UsbLink,
+)
 from badgeline.agent.printers.completion import Outcome, ReplySorter, await_process_id
+from badgeline.agent.printers.link import LinkIo, PrinterLink
 
 from .fake_usb import FakeUsbPrinterBackend
-from .servers import TcpPrinter
+from .servers import WAIT_S, FdPrinter, TcpPrinter
 from .test_usb_link import EPSON
 
 BADGE = b"\x1b@badge\n\x1dV\x00"
@@ -105,3 +114,33 @@ async def test_the_fake_usb_printer_answers_gs_h_through_pyusb(
     assert completion.outcome is Outcome.PRINTED
     assert len(fake_usb.responder.process_ids) == 1
     await link.close()
+
+
+@pytest.mark.parametrize("kind", ["tcp", "tty"])
+def test_waiting_for_a_reply_ends_when_the_reply_arrives(
+    kind: str,
+    tcp_printer: Callable[..., TcpPrinter],
+    pty_printer: tuple[str, FdPrinter],
+) -> None:
+    # GIVEN a link whose printer has been asked for its status (the reply is on its way)
+    link: PrinterLink
+    if kind == "tcp":
+        link = link_to(tcp_printer().port)
+    else:
+        link = DeviceLink(DeviceConnection(path=pty_printer[0], timeout_s=2.0))
+    waited = threading.Event()
+
+    def exchange(io: LinkIo) -> bytes | None:
+        io.write(b"\x10\x04\x01")
+        # WHEN the completion wait pauses between polls, with a pause far longer than the test
+        io.wait(600)
+        waited.set()
+        return io.read()
+
+    worker = threading.Thread(target=lambda: link.converse(exchange), daemon=True)
+    worker.start()
+    # THEN the pause ends as soon as the reply is there (a badge is confirmed when the
+    # printer answers, not at the next poll), and the reply is still there to read
+    assert waited.wait(WAIT_S)
+    worker.join(WAIT_S)
+    link.close()

@@ -15,7 +15,9 @@ error recovery clears, with the buffer, is never answered. So after a badge
 the agent sends a process ID request and waits for its own ID:
 
 - the response arrived: the badge is on paper (``PRINTED``);
-- meanwhile the agent polls ``DLE EOT 1`` (soon, then every ``poll_s``): the printer went
+- meanwhile the agent polls ``DLE EOT 1`` (soon, then every ``poll_s``), and between
+  polls waits on the link for the response, so a badge is confirmed the moment the
+  printer answers, not at the next poll; the poll finds out whether the printer went
   offline (jam, cover open, paper end) before answering (``FAULT``), or it
   stopped answering altogether (``SILENT``);
 - no response within ``within_s`` although the printer said it was online
@@ -128,7 +130,6 @@ def await_process_id(
     within_s: float,
     poll_s: float = DEFAULT_POLL_S,
     clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
 ) -> Completion:
     """Send a process ID request after what was written, and wait for its response.
 
@@ -161,5 +162,7 @@ def await_process_id(
                 Outcome.TIMED_OUT,
                 f"no process ID response within {within_s:g} s though the printer is online",
             )
-        sleep(pause_s)
+        # Returns early when the response (or anything else) arrives: the next
+        # round reads it, after a poll whose status byte ends that read.
+        io.wait(min(pause_s, max(0.0, deadline - clock())))
         pause_s = min(2 * pause_s, poll_s)

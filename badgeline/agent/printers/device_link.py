@@ -135,6 +135,10 @@ class DeviceLink(PrinterLink):
             if not self._read_available():
                 return
 
+    def _wait_readable(self, timeout_s: float) -> None:
+        assert self._file is not None
+        _wait_for(self._file.fileno(), select.POLLIN, timeout_s)
+
     def _read_reply(self) -> bytes | None:
         assert self._file is not None
         if not _wait_for(self._file.fileno(), select.POLLIN, self.connection.timeout_s):

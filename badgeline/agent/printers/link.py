@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,6 +52,9 @@ class LinkIo:
     write: Callable[[bytes], None]  # send all of it, or raise
     read: Callable[[], bytes | None]  # reply bytes; None when nothing came within the timeout
     drain: Callable[[], None]  # discard bytes already waiting
+    # Wait up to the given seconds for reply bytes, returning as soon as some are
+    # there (without reading them); a link that cannot tell just sleeps.
+    wait: Callable[[float], None] = time.sleep
 
 
 class PrinterLink(ABC):
@@ -121,7 +125,7 @@ class PrinterLink(ABC):
             self.open()
             if not self.can_read_status:
                 raise StatusUnavailableError(f"{self.description} cannot read replies")
-            io = LinkIo(write=self._write, read=self._read_reply, drain=self._drain)
+            io = LinkIo(self._write, self._read_reply, self._drain, self._wait_readable)
             return self._guarded(lambda: exchange(io))
 
     def close(self) -> None:
@@ -185,6 +189,10 @@ class PrinterLink(ABC):
     @abstractmethod
     def _drain(self) -> None:
         """Discard bytes already waiting to be read, without blocking."""
+
+    def _wait_readable(self, timeout_s: float) -> None:
+        """Wait up to `timeout_s` for reply bytes; links that can poll return when they come."""
+        time.sleep(timeout_s)
 
     @abstractmethod
     def _read_reply(self) -> bytes | None:

@@ -68,6 +68,12 @@ class NetworkLink(PrinterLink):
             if not sock.recv(_DRAIN_CHUNK):
                 raise PrinterLinkError(f"{self.description} closed the connection")
 
+    def _wait_readable(self, timeout_s: float) -> None:
+        poller = select.poll()
+        poller.register(self._socket(), select.POLLIN)
+        # A hang-up ends the wait too: the next read reports it.
+        poller.poll(timeout_s * 1000)
+
     def _read_reply(self) -> bytes | None:
         try:
             reply = self._socket().recv(_REPLY_CHUNK)
