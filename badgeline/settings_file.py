@@ -1,9 +1,10 @@
 """Loading typed settings from a TOML file plus environment overrides.
 
-Shared by the coordinator and the agent (and importing nothing heavy, so the
-agent stays light): arguments beat `BADGELINE_*` environment variables, which
-beat the TOML file, which beats the defaults; a bad value stops start-up with
-every wrong key named.
+The coordinator's, through pydantic-settings: arguments beat `BADGELINE_*`
+environment variables, which beat the TOML file, which beats the defaults; a
+bad value stops start-up with every wrong key named. The agent loads its
+settings the same way without pydantic-settings (toml_env.py: memory on a
+Pi); both raise the same ConfigError.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from badgeline.toml_env import ConfigError, describe_validation_error
+
+__all__ = ["ConfigError", "TomlThenEnvironment", "describe_validation_error", "load_settings"]
+
 SettingsT = TypeVar("SettingsT", bound=BaseSettings)
-
-
-class ConfigError(Exception):
-    """The configuration cannot be used; the message names every bad key."""
 
 
 class TomlThenEnvironment(BaseSettings):
@@ -43,14 +44,6 @@ class TomlThenEnvironment(BaseSettings):
         if toml_path:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
         return tuple(sources)
-
-
-def describe_validation_error(error: ValidationError, source: str, what: str = "") -> str:
-    lines = [f"invalid {what + ' ' if what else ''}configuration in {source}:"]
-    for problem in error.errors():
-        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
-        lines.append(f"  {key}: {problem['msg']}")
-    return "\n".join(lines)
 
 
 def load_settings(

@@ -32,17 +32,12 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from badgeline.agent.badge.pdfcheck import BadgeLimits
 from badgeline.agent.printers.connection import PrinterConnection
 from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
-from badgeline.settings_file import (  # noqa: F401  (ConfigError is part of this API)
-    ConfigError,
-    TomlThenEnvironment,
-    load_settings,
-)
+from badgeline.toml_env import ConfigError, load_toml_env  # noqa: F401  (ConfigError: this API)
 
 DEFAULT_WIDTH_DOTS = 576  # 80 mm paper at 203 dpi; 58 mm printers have 384
 JOURNAL_FILE_NAME = "journal.sqlite3"
@@ -58,12 +53,18 @@ def _hostname() -> str:
     return (socket.gethostname() or "badgeline-agent")[:MAX_AGENT_ID]
 
 
-class AgentSettings(TomlThenEnvironment):
-    """Everything an agent needs to know; every option is documented by its description."""
+ENV_PREFIX = "BADGELINE_AGENT_"
 
-    model_config = SettingsConfigDict(
-        env_prefix="BADGELINE_AGENT_", env_nested_delimiter="__", extra="forbid"
-    )
+
+class AgentSettings(BaseModel):
+    """Everything an agent needs to know; every option is documented by its description.
+
+    A plain model: `load_agent_settings` reads the file and the environment
+    (badgeline/toml_env.py); constructing it directly takes only its arguments.
+    """
+
+    # validate_default: as pydantic-settings did, the defaults are checked too.
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     # ------------------------------------------------------------ identity and coordinator
     printer_id: str = Field(pattern=PRINTER_ID_PATTERN, description="the printer this agent runs")
@@ -345,4 +346,4 @@ def profile_width(profile_name: str) -> int:
 
 def load_agent_settings(path: Path | None = None, **overrides: Any) -> AgentSettings:
     """Read and validate the settings once, at start-up; ConfigError names what is wrong."""
-    return load_settings(AgentSettings, path, "agent", **overrides)
+    return load_toml_env(AgentSettings, path, ENV_PREFIX, "agent", **overrides)

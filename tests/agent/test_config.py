@@ -53,6 +53,24 @@ def test_environment_overrides_the_file_including_nested_keys(
     assert isinstance(settings.printer, NetworkConnection) and settings.printer.port == 9101
 
 
+def test_environment_sets_one_printer_key_in_any_case_and_refuses_bad_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BADGELINE_AGENT_PRINTER__HOST", "10.0.0.99")
+    monkeypatch.setenv("badgeline_agent_footer", "false")
+    monkeypatch.setenv("BADGELINE_AGENT_NO_SUCH_OPTION", "ignored, as before")
+    settings = load_agent_settings(write(tmp_path, MINIMAL))
+    assert settings.printer == NetworkConnection(host="10.0.0.99") and settings.footer is False
+    monkeypatch.setenv("BADGELINE_AGENT_LABELS", "hall-a")
+    with pytest.raises(ConfigError, match=r"BADGELINE_AGENT_LABELS.*JSON"):
+        load_agent_settings(write(tmp_path, MINIMAL))
+
+
+def test_a_file_that_is_not_toml_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_agent_settings(write(tmp_path, "printer_id = \n" + MINIMAL))
+
+
 @pytest.mark.parametrize(
     ("line", "key"),
     [
