@@ -116,7 +116,7 @@ async def resume(request: web.Request) -> web.Response:
     printer_id = _printer_id(request)
     key = coordinator.store.keys.printer(printer_id)
     await coordinator.store.redis.hset(key, "paused_until_ms", 0)
-    await coordinator.store.redis.publish(coordinator.store.keys.wake_channel, printer_id)
+    await coordinator.store.wake_printer(printer_id)
     log_event("printer_resumed", printer_id=printer_id, actor=identity.actor)
     return json_response(await printer_summary(coordinator, printer_id, await _now_ms(coordinator)))
 

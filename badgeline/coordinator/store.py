@@ -249,6 +249,10 @@ class JobStore:
             scan_to_print_s=scan_to_print_s,
         )
 
+    async def wake_printer(self, printer_id: str) -> None:
+        """Wake the long-polls parked on this printer, on every replica."""
+        await self.redis.publish(self.keys.wake_channel, printer_id)
+
     async def heartbeat(self, printer_id: str, beat: HeartbeatRequest) -> HeartbeatOutcome:
         k = self.keys
         reply = await self._run(

@@ -1,6 +1,8 @@
 """Wakes long-polling agents the moment their printer's queue gains work.
 
-Scripts that enqueue PUBLISH the printer id on the venue's wake channel; one
+Scripts that enqueue PUBLISH the printer id on the venue's wake channel when
+its queue goes from empty to one job (only then can a long-poll be parked on
+it: scripts/includes/common.lua), and `resume` publishes for a paused printer; one
 pub/sub connection per coordinator process fans that out to local waiters.
 A wake-up is only a hint: the woken handler runs the atomic lease script, which
 may find nothing because another replica won. If the subscription drops, every

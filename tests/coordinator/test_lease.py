@@ -14,7 +14,8 @@ from redis.asyncio import Redis
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR
-from tests.conftest import agent_token, auth
+from badgeline.coordinator.keys import VenueKeys
+from tests.conftest import OPERATOR_TOKEN, agent_token, auth
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.helpers import wait_for
@@ -218,3 +219,65 @@ async def test_concurrent_starts_for_one_lease_get_one_fence(client: Client) -> 
     assert {answer["fence"] for answer in answers} == {1}
     history = (await flows.get_job(client, job_id))["history"]
     assert [entry["to"] for entry in history].count("printing") == 1
+
+
+async def test_a_parked_long_poll_wakes_when_its_paused_printer_is_resumed(
+    client: Client,
+) -> None:
+    # Enqueue publishes a wake-up only when a queue goes from empty to one job, so
+    # a resume must wake the agent parked on a queue that filled while paused.
+    hub = client.app[COORDINATOR].wakeups
+    ops = auth(OPERATOR_TOKEN)
+    # GIVEN a paused printer with a job queued and its agent parked in a long-poll
+    await flows.expect(await client.post("/v1/printers/printer-a/pause", json={}, headers=ops), 200)
+    queued = (await flows.submit(client))["job_id"]
+    poll = asyncio.create_task(flows.lease(client, wait=20))
+    await wait_for(lambda: _true(hub.waiting("printer-a") == 1), timeout_s=5)
+    second = (await flows.submit(client))["job_id"]  # no wake-up: the queue was not empty
+    assert not poll.done()
+    # WHEN an operator resumes it
+    await flows.expect(await client.post("/v1/printers/printer-a/resume", headers=ops), 200)
+    # THEN the poll returns the first job long before its 20 s are over
+    done, _ = await asyncio.wait({poll}, timeout=5)
+    assert poll in done, "the resumed printer's parked long-poll was not woken"
+    assert [job["job_id"] for job in poll.result()] == [queued]
+    assert await flows.queue_ids(client) == [second]
+
+
+async def test_a_lease_skips_queue_entries_whose_job_is_gone(
+    client: Client, redis: Redis, settings: CoordinatorSettings
+) -> None:
+    # GIVEN a queue whose head entry names a job that no longer exists (its hash expired)
+    job_id = (await flows.submit(client, priority=10))["job_id"]
+    queue = VenueKeys(settings.venue).queue("printer-a")
+    await redis.zadd(queue, {"job_0000000000000000": 0})
+    # WHEN the agent leases one job
+    jobs = await flows.lease(client, wait=0, max_jobs=1)
+    # THEN it gets the real job, not an empty answer that would park its long-poll
+    assert [job["job_id"] for job in jobs] == [job_id]
+
+
+async def test_only_a_queue_that_was_empty_publishes_a_wake_up(
+    client: Client, redis: Redis, settings: CoordinatorSettings
+) -> None:
+    pubsub = redis.pubsub()
+    await pubsub.subscribe(VenueKeys(settings.venue).wake_channel)
+    try:
+        # WHEN three jobs are queued for one printer and one for another
+        for _ in range(3):
+            await flows.submit(client)
+        await flows.submit(client, printer_target="printer-b")
+        # THEN one wake-up per printer: the first job of each queue
+        heard: list[str] = []
+
+        async def both_heard() -> bool:
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.1)
+            if message is not None:
+                heard.append(message["data"].decode())
+            return len(heard) >= 2
+
+        await wait_for(both_heard, timeout_s=5)
+        assert await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.3) is None
+        assert heard == ["printer-a", "printer-b"]
+    finally:
+        await pubsub.aclose()

@@ -12,27 +12,34 @@ if tonumber(p[1] or '0') > now or p[2] == 'dead' then
   return {}
 end
 
-local ttl = tonumber(ARGV[4])
+local ttl, max_jobs = tonumber(ARGV[4]), tonumber(ARGV[3])
 local leased = {}
-local popped = redis.call('ZPOPMIN', KEYS[1], tonumber(ARGV[3]))
-for i = 1, #popped, 2 do
-  local job_id = popped[i]
-  local key = job_key(prefix, job_id)
-  local state = redis.call('HGET', key, 'state')
-  if state == 'queued' then
-    local lease_id = ARGV[5] .. '-' .. ((i + 1) / 2)
-    redis.call('HSET', key, 'lease_id', lease_id, 'lease_expires_ms', now + ttl,
-      'printer_id', printer_id)
-    redis.call('ZADD', KEYS[2], now + ttl, job_id)
-    transition(prefix, job_id, 'queued', 'leased', ARGV[6], 'leased as ' .. lease_id, now)
-    local fields = redis.call('HMGET', key, 'attendee_id', 'badge_pdf_ref', 'printer_target',
-      'priority', 'idempotency_key', 'attempts', 'possible_duplicate', 'correlation_id')
-    table.insert(leased, cjson.encode({
-      job_id = job_id, lease_id = lease_id, lease_ttl_ms = ttl,
-      attendee_id = fields[1], badge_pdf_ref = fields[2], printer_target = fields[3],
-      priority = tonumber(fields[4]), idempotency_key = fields[5],
-      attempts = tonumber(fields[6]), possible_duplicate = fields[7] == '1',
-      correlation_id = fields[8]}))
+-- An entry whose job is no longer `queued` is dropped here. Pop on past such
+-- entries until the batch is full or the queue is empty: an empty answer must mean an
+-- empty queue, or the agent's long-poll parks while work is waiting (and enqueue
+-- publishes a wake-up only for a queue that was empty).
+while #leased < max_jobs do
+  local popped = redis.call('ZPOPMIN', KEYS[1], max_jobs - #leased)
+  if #popped == 0 then break end
+  for i = 1, #popped, 2 do
+    local job_id = popped[i]
+    local key = job_key(prefix, job_id)
+    local state = redis.call('HGET', key, 'state')
+    if state == 'queued' then
+      local lease_id = ARGV[5] .. '-' .. (#leased + 1)
+      redis.call('HSET', key, 'lease_id', lease_id, 'lease_expires_ms', now + ttl,
+        'printer_id', printer_id)
+      redis.call('ZADD', KEYS[2], now + ttl, job_id)
+      transition(prefix, job_id, 'queued', 'leased', ARGV[6], 'leased as ' .. lease_id, now)
+      local fields = redis.call('HMGET', key, 'attendee_id', 'badge_pdf_ref', 'printer_target',
+        'priority', 'idempotency_key', 'attempts', 'possible_duplicate', 'correlation_id')
+      table.insert(leased, cjson.encode({
+        job_id = job_id, lease_id = lease_id, lease_ttl_ms = ttl,
+        attendee_id = fields[1], badge_pdf_ref = fields[2], printer_target = fields[3],
+        priority = tonumber(fields[4]), idempotency_key = fields[5],
+        attempts = tonumber(fields[6]), possible_duplicate = fields[7] == '1',
+        correlation_id = fields[8]}))
+    end
   end
 end
 return leased

@@ -22,9 +22,16 @@ local function transition(prefix, job_id, from_state, to_state, actor, reason, n
   redis.call('RPUSH', job_key(prefix, job_id) .. ':history', cjson.encode(entry))
 end
 
+-- Only a queue that was empty can have a long-poll parked on it: the lease script
+-- comes back empty-handed only when the queue is empty or the printer is dead or
+-- paused (recovery and resume publish for themselves). At peak every queue has a
+-- backlog, and a PUBLISH per job would wake every replica's subscriber for nothing.
 local function enqueue(prefix, job_id, printer_id, score, wake_channel)
-  redis.call('ZADD', queue_key(prefix, printer_id), score, job_id)
-  redis.call('PUBLISH', wake_channel, printer_id)
+  local queue = queue_key(prefix, printer_id)
+  redis.call('ZADD', queue, score, job_id)
+  if redis.call('ZCARD', queue) == 1 then
+    redis.call('PUBLISH', wake_channel, printer_id)
+  end
 end
 
 local function printer_key(prefix, printer_id)
