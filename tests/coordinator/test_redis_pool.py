@@ -1,0 +1,56 @@
+"""The coordinator's Redis pool: past its size a command waits for a connection
+to come back (up to redis_pool_wait_s), then fails as a store outage (503)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.redis_client import WaitingConnectionPool
+
+
+async def test_an_exhausted_pool_waits_for_a_returned_connection(
+    settings: CoordinatorSettings,
+) -> None:
+    pool = WaitingConnectionPool.from_url(settings.redis_url, max_connections=3, timeout=30)
+    try:
+        # GIVEN every connection of the pool taken
+        held = [await pool.get_connection() for _ in range(3)]
+        # WHEN two more commands ask for one
+        waiting = [asyncio.create_task(pool.get_connection()) for _ in range(2)]
+        await asyncio.sleep(0)
+        assert not any(task.done() for task in waiting)
+        # THEN each gets the next connection handed back, and a command still runs on it
+        await pool.release(held.pop())
+        first = await asyncio.wait_for(asyncio.shield(asyncio.wait(
+            waiting, return_when=asyncio.FIRST_COMPLETED)), timeout=5)  # fmt: skip
+        assert len(first[0]) == 1
+        await pool.release(held.pop())
+        connections = await asyncio.wait_for(asyncio.gather(*waiting), timeout=5)
+        await connections[0].send_command("PING")
+        assert await connections[0].read_response() == b"PONG"
+        for connection in [*connections, *held]:
+            await pool.release(connection)
+        assert len(pool._in_use_connections) == 0
+    finally:
+        await pool.disconnect()
+
+
+async def test_a_pool_that_stays_exhausted_fails_the_command_after_the_wait(
+    settings: CoordinatorSettings,
+) -> None:
+    pool = WaitingConnectionPool.from_url(settings.redis_url, max_connections=2, timeout=0.2)
+    client = Redis.from_pool(pool)
+    try:
+        held = [await pool.get_connection() for _ in range(2)]
+        with pytest.raises(RedisConnectionError, match="redis_max_connections"):
+            await client.ping()
+        await pool.release(held.pop())
+        assert await client.ping() is True  # and the pool works again once one is back
+        await pool.release(held.pop())
+    finally:
+        await client.aclose()
