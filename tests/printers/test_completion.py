@@ -15,8 +15,15 @@ from badgeline.agent.printers import (
     NetworkLink,
     UsbLink,
 )
-from badgeline.agent.printers.completion import Outcome, ReplySorter, await_process_id
+from badgeline.agent.printers.completion import (
+    Outcome,
+    ReplySorter,
+    await_process_id,
+    poll_process_id,
+    process_id_request,
+)
 from badgeline.agent.printers.link import LinkIo, PrinterLink
+from badgeline.agent.printers.status import probe_health
 
 from .fake_usb import FakeUsbPrinterBackend
 from .servers import WAIT_S, FdPrinter, TcpPrinter
@@ -143,4 +150,20 @@ def test_waiting_for_a_reply_ends_when_the_reply_arrives(
     # printer answers, not at the next poll), and the reply is still there to read
     assert waited.wait(WAIT_S)
     worker.join(WAIT_S)
+    link.close()
+
+
+def test_a_status_probe_between_polls_keeps_the_process_id_response(
+    tcp_printer: Callable[..., TcpPrinter],
+) -> None:
+    # GIVEN a badge written with its process ID request, whose response is already waiting
+    printer = tcp_printer()
+    link = link_to(printer.port)
+    link.write(BADGE + process_id_request(b"0427"))
+    printer.wait_for_bytes(len(BADGE) + len(process_id_request(b"0427")))
+    # WHEN a status probe runs before the wait polls (it drains stale replies first)
+    assert probe_health(link).reachable
+    # THEN the wait still finds its response: pipelined badges lose no confirmation
+    completion = link.converse(lambda io: poll_process_id(io, b"0427", pause_s=0))
+    assert completion is not None and completion.outcome is Outcome.PRINTED
     link.close()

@@ -20,6 +20,8 @@ from badgeline.agent.printers.completion import (
     Outcome,
     ProcessIds,
     await_process_id,
+    poll_process_id,
+    process_id_request,
 )
 from badgeline.agent.printers.errors import PrinterLinkError, StatusUnavailableError
 from badgeline.agent.printers.link import PrinterLink
@@ -75,6 +77,32 @@ class AsyncPrinterLink:
                 return await asyncio.to_thread(self.link.converse, exchange)
         except TimeoutError:
             detail = f"waiting for the print completion did not finish within {backstop_s:.0f} s"
+            return Completion(Outcome.SILENT, detail)
+        except StatusUnavailableError as error:
+            return Completion(Outcome.UNSUPPORTED, str(error))
+        except PrinterLinkError as error:
+            return Completion(Outcome.LINK_LOST, str(error))
+
+    async def send_marked(self, data: bytes) -> bytes:
+        """Write a badge followed by its own process ID request; returns the ID to wait for.
+
+        For pipelined printing: the printer answers each request once everything
+        before it is on paper, so the answers come in the order the badges went.
+        """
+        process_id = self._process_ids.next()
+        await self.write(data + process_id_request(process_id))
+        return process_id
+
+    async def poll_printed(self, process_id: bytes, pause_s: float) -> Completion | None:
+        """One poll of the wait for `send_marked`'s answer (see `poll_process_id`);
+        None: not yet. Never raises; the link is free again between polls."""
+        exchange = partial(poll_process_id, process_id=process_id, pause_s=pause_s)
+        backstop_s = pause_s + self.probe_backstop_s
+        try:
+            async with asyncio.timeout(backstop_s):
+                return await asyncio.to_thread(self.link.converse, exchange)
+        except TimeoutError:
+            detail = f"a print completion poll did not finish within {backstop_s:.0f} s"
             return Completion(Outcome.SILENT, detail)
         except StatusUnavailableError as error:
             return Completion(Outcome.UNSUPPORTED, str(error))

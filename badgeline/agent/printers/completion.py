@@ -28,10 +28,12 @@ Every outcome but PRINTED leaves the badge's fate unknown: the agent reports
 it ``uncertain``. Only a printer that answers status can answer this; a
 write-only link has no completion at all.
 
-Replies share one byte stream, which the ``ReplySorter`` splits: a process ID
-response starts with 0x37, which is never a status byte (status bytes have
-bit 0 clear), and has a fixed length, so status bytes and responses can be
-told apart even though the ID's own bytes may look like status bytes.
+Replies share one byte stream, which the link's ``ReplySorter`` (replies.py)
+splits into process ID responses and status bytes, and keeps across operations.
+
+With badges pipelined (the agent's ``print_pipeline_depth``), the agent writes
+each badge followed by its own request and waits for the responses in order,
+one ``poll_process_id`` at a time, so it can write the next badge between polls.
 """
 
 from __future__ import annotations
@@ -40,16 +42,17 @@ import itertools
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from badgeline.agent.printers.link import LinkIo
-from badgeline.agent.printers.status import OFFLINE, StatusQuery, is_status_byte
+from badgeline.agent.printers.replies import ReplySorter
+from badgeline.agent.printers.status import OFFLINE, StatusQuery
+
+__all__ = ["Completion", "Outcome", "ProcessIds", "ReplySorter", "await_process_id",
+           "poll_process_id", "process_id_request"]  # fmt: skip
 
 PROCESS_ID_REQUEST = b"\x1d\x28\x48\x06\x00\x30\x30"  # GS ( H pL=6 pH=0 fn=48 m=48
-RESPONSE_HEADER = 0x37
-RESPONSE_IDENTIFIER = 0x22
-RESPONSE_SIZE = 7  # header, identifier, d1..d4, NUL
 POLL_QUERY = StatusQuery.PRINTER.command  # DLE EOT 1: bit 3 is "offline"
 DEFAULT_POLL_S = 0.2
 # The first poll comes this soon and the interval doubles up to `poll_s`: a printer
@@ -97,32 +100,6 @@ def process_id_request(process_id: bytes) -> bytes:
     return PROCESS_ID_REQUEST + process_id
 
 
-@dataclass
-class ReplySorter:
-    """Splits what a printer sends into process ID responses and status bytes."""
-
-    process_ids: list[bytes] = field(default_factory=list)
-    status: list[int] = field(default_factory=list)
-    _pending: bytearray = field(default_factory=bytearray)
-
-    def feed(self, data: bytes) -> None:
-        self._pending += data
-        while self._pending:
-            if self._pending[0] != RESPONSE_HEADER:
-                byte = self._pending.pop(0)
-                if is_status_byte(byte):
-                    self.status.append(byte)
-                continue  # anything else is noise: ignored, like the probe does
-            if len(self._pending) < RESPONSE_SIZE:
-                return  # the rest of the response is still on its way
-            frame = bytes(self._pending[:RESPONSE_SIZE])
-            if frame[1] == RESPONSE_IDENTIFIER and frame[-1] == 0:
-                self.process_ids.append(frame[2:6])
-                del self._pending[:RESPONSE_SIZE]
-            else:
-                del self._pending[:1]  # not a response after all: resynchronise
-
-
 def await_process_id(
     io: LinkIo,
     process_id: bytes,
@@ -134,35 +111,47 @@ def await_process_id(
     """Send a process ID request after what was written, and wait for its response.
 
     Blocking; runs under the link's lock (``PrinterLink.converse``), so no
-    other query can read, or drain, the response meanwhile. Link errors
-    propagate (the caller maps them).
+    other query can read the response meanwhile. Link errors propagate (the
+    caller maps them).
     """
-    io.drain()  # stale replies (an abandoned earlier wait) must not be read as ours
+    io.drain()  # stale status bytes must not be read as a poll's answer (responses are kept)
     io.write(process_id_request(process_id))
-    sorter = ReplySorter()
     deadline = clock() + within_s
     pause_s = min(FIRST_POLL_S, poll_s)
     while True:
-        io.write(POLL_QUERY)
-        # Read until the poll's status byte: a response sent before it comes first.
-        while not sorter.status:
-            reply = io.read()
-            if reply is None:
-                return Completion(
-                    Outcome.SILENT, "the printer stopped answering before the badge was out"
-                )
-            sorter.feed(reply)
-            if process_id in sorter.process_ids:
-                return Completion(Outcome.PRINTED, "process ID response received")
-        if sorter.status.pop() & OFFLINE:
-            return Completion(Outcome.FAULT, "the printer went offline before the badge was out")
-        sorter.status.clear()
+        completion = poll_process_id(io, process_id, min(pause_s, max(0.0, deadline - clock())))
+        if completion is not None:
+            return completion
         if clock() >= deadline:
             return Completion(
                 Outcome.TIMED_OUT,
                 f"no process ID response within {within_s:g} s though the printer is online",
             )
-        # Returns early when the response (or anything else) arrives: the next
-        # round reads it, after a poll whose status byte ends that read.
-        io.wait(min(pause_s, max(0.0, deadline - clock())))
         pause_s = min(2 * pause_s, poll_s)
+
+
+def poll_process_id(io: LinkIo, process_id: bytes, pause_s: float) -> Completion | None:
+    """One round of the wait for a requested process ID; None: not yet, ask again later.
+
+    Polls ``DLE EOT 1`` (offline bit), reads up to its status byte (a response
+    sent before it comes first), then waits up to `pause_s` for more replies,
+    returning as soon as some arrive: the next round reads them.
+    """
+    replies = io.replies
+    if replies.claim(process_id):
+        return Completion(Outcome.PRINTED, "process ID response received")
+    replies.take_status()  # stale: only this poll's answer counts
+    io.write(POLL_QUERY)
+    while not replies.status:
+        reply = io.read()
+        if reply is None:
+            return Completion(
+                Outcome.SILENT, "the printer stopped answering before the badge was out"
+            )
+        replies.feed(reply)
+        if replies.claim(process_id):
+            return Completion(Outcome.PRINTED, "process ID response received")
+    if replies.take_status()[-1] & OFFLINE:
+        return Completion(Outcome.FAULT, "the printer went offline before the badge was out")
+    io.wait(pause_s)
+    return None

@@ -130,10 +130,13 @@ class DeviceLink(PrinterLink):
         assert self._file is not None
         self._file.write(data)
 
-    def _drain(self) -> None:
+    def _drain(self) -> bytes:
+        drained = bytearray()
         for _ in range(MAX_DRAIN_READS):
-            if not self._read_available():
-                return
+            if not (data := self._read_available()):
+                break
+            drained += data
+        return bytes(drained)
 
     def _wait_readable(self, timeout_s: float) -> None:
         assert self._file is not None

@@ -26,7 +26,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from badgeline.agent.printers.errors import (
@@ -34,6 +34,7 @@ from badgeline.agent.printers.errors import (
     PrinterTimeoutError,
     StatusUnavailableError,
 )
+from badgeline.agent.printers.replies import ReplySorter
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +52,12 @@ class LinkIo:
 
     write: Callable[[bytes], None]  # send all of it, or raise
     read: Callable[[], bytes | None]  # reply bytes; None when nothing came within the timeout
-    drain: Callable[[], None]  # discard bytes already waiting
+    drain: Callable[[], None]  # discard status bytes already waiting (responses are kept)
     # Wait up to the given seconds for reply bytes, returning as soon as some are
     # there (without reading them); a link that cannot tell just sleeps.
     wait: Callable[[float], None] = time.sleep
+    # The link's process ID responses, kept across operations until claimed.
+    replies: ReplySorter = field(default_factory=ReplySorter)
 
 
 class PrinterLink(ABC):
@@ -64,6 +67,8 @@ class PrinterLink(ABC):
         self.description = description
         self._lock = threading.RLock()
         self._is_open = False
+        # Process ID responses read by any operation, until a wait claims them.
+        self.replies = ReplySorter()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.description} open={self._is_open}>"
@@ -96,6 +101,8 @@ class PrinterLink(ABC):
             except Exception as error:
                 raise self._unexpected(error) from error
             self._is_open = True
+            # A new connection: nothing asked on the old one will be answered here.
+            self.replies = ReplySorter()
 
     def write(self, data: bytes) -> None:
         """Send ESC/POS bytes; returns once the printer (or its buffer) has taken them all."""
@@ -125,7 +132,13 @@ class PrinterLink(ABC):
             self.open()
             if not self.can_read_status:
                 raise StatusUnavailableError(f"{self.description} cannot read replies")
-            io = LinkIo(self._write, self._read_reply, self._drain, self._wait_readable)
+            io = LinkIo(
+                write=self._write,
+                read=self._read_reply,
+                drain=self._drain_keeping,
+                wait=self._wait_readable,
+                replies=self.replies,
+            )
             return self._guarded(lambda: exchange(io))
 
     def close(self) -> None:
@@ -146,9 +159,19 @@ class PrinterLink(ABC):
             self._write(data[start : start + WRITE_CHUNK])
 
     def _query(self, query: bytes) -> bytes | None:
-        self._drain()
+        self._drain_keeping()
         self._write(query)
-        return self._read_reply()
+        # Read up to a status byte: a process ID response may come first (a badge
+        # in flight), and is kept for the wait that claims it.
+        while (reply := self._read_reply()) is not None:
+            self.replies.feed(reply)
+            if status := self.replies.take_status():
+                return status
+        return None
+
+    def _drain_keeping(self) -> None:
+        self.replies.feed(self._drain())
+        self.replies.take_status()
 
     def _guarded(self, operation: Callable[[], T]) -> T:
         self.open()
@@ -187,8 +210,8 @@ class PrinterLink(ABC):
         """Send all of data, or raise."""
 
     @abstractmethod
-    def _drain(self) -> None:
-        """Discard bytes already waiting to be read, without blocking."""
+    def _drain(self) -> bytes:
+        """Read the bytes already waiting, without blocking."""
 
     def _wait_readable(self, timeout_s: float) -> None:
         """Wait up to `timeout_s` for reply bytes; links that can poll return when they come."""

@@ -57,16 +57,19 @@ class NetworkLink(PrinterLink):
     def _write(self, data: bytes) -> None:
         self._socket().sendall(data)
 
-    def _drain(self) -> None:
+    def _drain(self) -> bytes:
         sock = self._socket()
         poller = select.poll()
         poller.register(sock, select.POLLIN)
+        drained = bytearray()
         for _ in range(MAX_DRAIN_READS):
             # Poll first: a socket with a timeout waits even when given MSG_DONTWAIT.
             if not poller.poll(0):
-                return
-            if not sock.recv(_DRAIN_CHUNK):
+                break
+            if not (data := sock.recv(_DRAIN_CHUNK)):
                 raise PrinterLinkError(f"{self.description} closed the connection")
+            drained += data
+        return bytes(drained)
 
     def _wait_readable(self, timeout_s: float) -> None:
         poller = select.poll()

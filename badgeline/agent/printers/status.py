@@ -48,11 +48,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from badgeline.agent.printers.errors import PrinterLinkError, StatusUnavailableError
-from badgeline.agent.printers.link import PrinterLink
 from badgeline.protocol.models import PrinterHealthReport
 from badgeline.protocol.states import PaperLevel
+
+if TYPE_CHECKING:  # link.py needs this module's status bytes (replies.py): no cycle at run time
+    from badgeline.agent.printers.link import PrinterLink
 
 logger = logging.getLogger(__name__)
 

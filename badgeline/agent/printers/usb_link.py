@@ -129,13 +129,16 @@ class UsbLink(PrinterLink):
     def _write(self, data: bytes) -> None:
         self._printer._raw(data)
 
-    def _drain(self) -> None:
+    def _drain(self) -> bytes:
         timeout_error = escpos_api().usb_core.USBTimeoutError
+        drained = bytearray()
         for _ in range(MAX_DRAIN_READS):
             try:
-                self._printer.device.read(self._in_endpoint, _DRAIN_CHUNK, _DRAIN_TIMEOUT_MS)
+                data = self._printer.device.read(self._in_endpoint, _DRAIN_CHUNK, _DRAIN_TIMEOUT_MS)
             except timeout_error:
-                return
+                break
+            drained += bytes(data)
+        return bytes(drained)
 
     def _read_reply(self) -> bytes | None:
         try:

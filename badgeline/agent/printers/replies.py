@@ -1,0 +1,65 @@
+"""Telling a printer's replies apart: GS ( H process ID responses and DLE EOT status bytes.
+
+Replies share one byte stream, so a link keeps one ``ReplySorter`` for as long as
+it is connected: a process ID response read by any operation (a status probe's
+drain, another badge's wait) is kept until the wait for that ID claims it. With
+badges pipelined, the response for one badge may arrive while the agent is busy
+with another; dropping it would leave that badge unconfirmed.
+
+A process ID response starts with 0x37, which is never a status byte (status bytes
+have bit 0 clear), and has a fixed length, so status bytes and responses can be told
+apart even though the ID's own bytes may look like status bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from badgeline.agent.printers.status import is_status_byte
+
+RESPONSE_HEADER = 0x37
+RESPONSE_IDENTIFIER = 0x22
+RESPONSE_SIZE = 7  # header, identifier, d1..d4, NUL
+# Responses nobody claims (a wait abandoned, an earlier agent run's request) are kept
+# only this many at a time.
+MAX_UNCLAIMED = 32
+
+
+@dataclass
+class ReplySorter:
+    """Splits what a printer sends into process ID responses and status bytes."""
+
+    process_ids: list[bytes] = field(default_factory=list)
+    status: list[int] = field(default_factory=list)
+    _pending: bytearray = field(default_factory=bytearray)
+
+    def feed(self, data: bytes) -> None:
+        self._pending += data
+        while self._pending:
+            if self._pending[0] != RESPONSE_HEADER:
+                byte = self._pending.pop(0)
+                if is_status_byte(byte):
+                    self.status.append(byte)
+                continue  # anything else is noise: ignored, like the probe does
+            if len(self._pending) < RESPONSE_SIZE:
+                return  # the rest of the response is still on its way
+            frame = bytes(self._pending[:RESPONSE_SIZE])
+            if frame[1] == RESPONSE_IDENTIFIER and frame[-1] == 0:
+                self.process_ids.append(frame[2:6])
+                del self._pending[:RESPONSE_SIZE]
+            else:
+                del self._pending[:1]  # not a response after all: resynchronise
+
+    def claim(self, process_id: bytes) -> bool:
+        """Whether the response for `process_id` has arrived; it is then taken out."""
+        if process_id not in self.process_ids:
+            del self.process_ids[:-MAX_UNCLAIMED]
+            return False
+        self.process_ids.remove(process_id)
+        return True
+
+    def take_status(self) -> bytes:
+        """The status bytes read so far (oldest first); they are then forgotten."""
+        taken = bytes(self.status)
+        self.status.clear()
+        return taken
