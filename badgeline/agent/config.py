@@ -158,6 +158,14 @@ class AgentSettings(BaseModel):
         " GS ( H answer (sent once the badge is on paper), `status` trusts a healthy DLE EOT"
         " right after the bytes (printers without GS ( H), `auto` learns which from the printer",
     )
+    print_pipeline_depth: int = Field(
+        default=2,
+        ge=1,
+        le=4,
+        description="badges sent to the printer before the first of them is confirmed (with"
+        " GS ( H confirmation only): 2 sends the next badge while one prints; a fault leaves"
+        " every badge in flight `uncertain`",
+    )
     print_confirm_timeout_s: float = Field(
         default=30.0,
         gt=0,

@@ -1,4 +1,4 @@
-"""The print loop: grant -> journal -> print -> confirm -> journal -> ack, one badge at a time.
+"""The print loop: grant -> journal -> print -> confirm -> journal -> ack, for every badge.
 
 The order is the whole point (invariants 5 and 6):
 
@@ -21,12 +21,22 @@ Steps 2-5 are one critical section: a stop waits for it to finish (within
 its grace period). Steps 3-4 also hold the printer lock, which a local test
 print (the status endpoint's POST /test-print) takes too: its bytes can never
 land between a badge's last byte and that badge's confirmation.
+
+Pipelining (`depth` > 1, on a printer that answers GS ( H): steps 1-3 of the
+next badge run while the badges before it are printing, each badge followed by
+its own process ID request, and step 4 confirms them in the order they went.
+The printer never waits for the agent between badges. When a badge is not
+confirmed, every badge behind it is `uncertain` too (a fault clears the
+printer's buffer, or not), and a badge granted but not yet sent is `failed`:
+no byte of it reached the printer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
@@ -35,11 +45,20 @@ from badgeline.agent.journal import Journal, JournalError
 from badgeline.agent.outbox import AckOutbox, clip_error
 from badgeline.agent.prepare import JobTicket, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, PrinterLinkError
-from badgeline.agent.printers.completion import Completion, Outcome
+from badgeline.agent.printers.completion import (
+    DEFAULT_POLL_S,
+    FIRST_POLL_S,
+    Completion,
+    Outcome,
+)
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
 from badgeline.coordinator.events import log_event
-from badgeline.protocol.models import AckRequest, PrinterHealthReport, StartResponse
+from badgeline.protocol.models import AckRequest, StartResponse
 from badgeline.protocol.states import AckResult
+
+# While a pipelined printer has room for another badge, its confirmation is polled
+# at least this often, so a badge granted meanwhile is written soon.
+PIPELINE_POLL_S = 0.05
 
 
 class JobSlots:
@@ -72,8 +91,32 @@ class JobSlots:
             self._changed.notify_all()
 
 
+@dataclass
+class _Granted:
+    """A badge whose start grant is journaled: it goes to the printer, and then is in flight."""
+
+    badge: PreparedBadge
+    fence: int
+    process_id: bytes | None = None  # its GS ( H request, once written
+    deadline: float = 0.0  # loop time by which its answer must have come
+    pause_s: float = FIRST_POLL_S  # the next pause between polls of its confirmation
+
+    @property
+    def ticket(self) -> JobTicket:
+        return self.badge.ticket
+
+    def trace(self) -> dict[str, Any]:
+        return {**self.badge.ticket.trace(), "fence": self.fence}
+
+
 class PrintLoop:
-    """Prints prepared badges from `queue` in the order they were leased."""
+    """Prints prepared badges from `queue` in the order they were leased.
+
+    Two coroutines: one asks for the start grants and journals them, one owns the
+    printer. With `depth` > 1 (and a printer proven to answer GS ( H) the printer's
+    owner writes the next granted badge while earlier ones are still printing, and
+    confirms them in order; the grant of the next badge is asked for meanwhile.
+    """
 
     def __init__(
         self,
@@ -89,6 +132,7 @@ class PrintLoop:
         printer_lock: asyncio.Lock,
         confirmation: str = "auto",
         confirm_timeout_s: float = 30.0,
+        depth: int = 1,
     ) -> None:
         self.client = client
         self.journal = journal
@@ -102,42 +146,75 @@ class PrintLoop:
         self.outage = OutageLog("start", printer_id=client.printer_id)
         self.confirmation = confirmation
         self.confirm_timeout_s = confirm_timeout_s
+        self.depth = depth
         # With "auto": whether the printer answers GS ( H, once a badge has shown it.
         self.process_id_support: bool | None = None
-        # The granted badge being printed, if any (for a stop that runs out of time).
-        self.current: JobTicket | None = None
+        # Granted badges not yet finished: at most `_depth_now()` of them.
+        self._unfinished = 0
+        self._room = asyncio.Condition()
+        self._to_send: asyncio.Queue[_Granted | None] = asyncio.Queue()
+        self.in_flight: deque[_Granted] = deque()
+        self._holding_printer = False
+
+    @property
+    def current(self) -> JobTicket | None:
+        """The oldest granted badge not finished (for a stop that runs out of time)."""
+        return self.in_flight[0].ticket if self.in_flight else None
 
     async def run(self, stopping: asyncio.Event) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._drive_printer())
+            try:
+                await self._grant_loop(stopping)
+            finally:
+                # Once granted, a badge is printed and its result journaled; the
+                # printer's owner ends after the last one. Only a stop past its
+                # grace period cancels this, and the grants then stay journaled:
+                # the next start reports them uncertain.
+                self._to_send.put_nowait(None)
+
+    # ------------------------------------------------------------ grants
+
+    async def _grant_loop(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
             badge = await unless_stopped(self.queue.get(), stopping)
             if badge is None:
                 return
-            try:
-                await self.print_one(badge, stopping)
-            finally:
-                await self.slots.give_back()
+            if not await unless_stopped(self._wait_for_room(), stopping):
+                await self.slots.give_back()  # left `leased`: the next start asks again
+                return
+            self._unfinished += 1
+            granted = await self._granted(badge, stopping)
+            if granted is None:
+                await self._free_place()
+            else:
+                self._to_send.put_nowait(granted)
 
-    async def print_one(self, badge: PreparedBadge, stopping: asyncio.Event) -> None:
+    async def _granted(self, badge: PreparedBadge, stopping: asyncio.Event) -> _Granted | None:
+        """Ask for the start grant and journal it; None when there is nothing to print."""
         ticket = badge.ticket
         await unless_stopped(self.watch.wait_ready(), stopping)
         if stopping.is_set():
-            return  # left `leased` in the journal: the next start asks for the grant again
+            return None  # left `leased` in the journal: the next start asks for the grant again
         decision = await self._ask_for_start(ticket, stopping)
         if decision is None:
-            return
+            return None
         if not decision.granted:
             reason = decision.reason or "refused"
             await self.journal.record_dropped(ticket.job_id, ticket.lease_id, reason)
             log_event("start_refused", logging.WARNING, reason=reason, **ticket.trace())
-            return
-        # Not interruptible by a stop: once granted, the badge is printed and its
-        # result journaled. Only a stop past its grace period cancels this, and
-        # the grant then stays journaled: the next start reports it uncertain.
-        self.current = ticket
+            return None
+        granted = _Granted(badge, decision.fence or 0)
         try:
-            await self._print_granted(badge, decision.fence or 0)
-        finally:
-            self.current = None
+            await self.journal.record_grant(ticket.job_id, ticket.lease_id, granted.fence)
+        except JournalError as error:
+            # No journaled grant, no print (invariant 5). The coordinator holds the
+            # job as printing: tell it directly, since the outbox lives in the journal.
+            reason = f"journal write failed before printing: {error}"
+            log_event("journal_failed", logging.ERROR, error=reason, **granted.trace())
+            await self._ack_without_journal(ticket, AckResult.FAILED, reason, granted.fence)
+            return None
+        return granted
 
     async def _ask_for_start(
         self, ticket: JobTicket, stopping: asyncio.Event
@@ -170,47 +247,139 @@ class PrintLoop:
                 return None
         return None
 
-    async def _print_granted(self, badge: PreparedBadge, fence: int) -> None:
-        ticket = badge.ticket
-        trace: dict[str, Any] = {**ticket.trace(), "fence": fence}
-        try:
-            await self.journal.record_grant(ticket.job_id, ticket.lease_id, fence)
-        except JournalError as error:
-            # No journaled grant, no print (invariant 5). The coordinator holds the
-            # job as printing: tell it directly, since the outbox lives in the journal.
-            reason = f"journal write failed before printing: {error}"
-            log_event("journal_failed", logging.ERROR, error=reason, **trace)
-            await self._ack_without_journal(ticket, AckResult.FAILED, reason, fence)
+    # ------------------------------------------------------------ the printer
+
+    async def _drive_printer(self) -> None:
+        """Write granted badges and confirm them in order, until the grant loop is done."""
+        done = False
+        while not done or self.in_flight:
+            if not self.in_flight:
+                granted = await self._to_send.get()
+                if granted is None:
+                    return
+                await self.printer_lock.acquire()  # held while anything is in flight
+                self._holding_printer = True
+                await self._send(granted)
+            while not done and len(self.in_flight) < self._depth_now():
+                if self._to_send.empty():
+                    break
+                if (granted := self._to_send.get_nowait()) is None:
+                    done = True
+                else:
+                    await self._send(granted)
+            if self.in_flight:
+                await self._confirm_oldest()
+            if not self.in_flight and self._holding_printer:
+                self._holding_printer = False
+                self.printer_lock.release()
+
+    def _depth_now(self) -> int:
+        """Pipeline only on a printer that confirms by GS ( H (proven, with "auto")."""
+        if self.confirmation == "process_id" or self.process_id_support:
+            return self.depth
+        return 1
+
+    async def _send(self, granted: _Granted) -> None:
+        if not self.watch.ready:
+            # The printer faulted after this badge was granted (e.g. with the badge
+            # before it): nothing is sent, so the coordinator may retry it anywhere.
+            reason = f"not sent: the printer cannot print ({self.watch.latest.detail})"
+            await self._finish(granted, AckResult.FAILED, reason)
+            log_event("print_failed", logging.WARNING, error=reason, **granted.trace())
             return
+        by_process_id = self._confirms_by_process_id()
         try:
-            async with self.printer_lock:
-                by_process_id = self._confirms_by_process_id()
-                await self.link.write(badge.escpos)
-                completion = (
-                    await self.link.await_printed(self.confirm_timeout_s) if by_process_id else None
-                )
-                report = await self.link.probe()  # never raises: a report, not an error
+            if by_process_id:
+                granted.process_id = await self.link.send_marked(granted.badge.escpos)
+            else:
+                await self.link.write(granted.badge.escpos)
         except PrinterLinkError as error:
             # Every byte up to the cut (the last command) did not reach the
             # printer, so no finished badge came out: a failure, retried by the
-            # coordinator.
+            # coordinator. Badges written before it on the broken link are in doubt.
             reason = f"printer write failed: {error}"
-            await self._record_result(ticket, AckResult.FAILED, reason, fence)
-            log_event("print_failed", logging.WARNING, error=reason, **trace)
+            await self._lose_in_flight(f"the printer link failed behind it: {error}")
+            await self._finish(granted, AckResult.FAILED, reason)
+            log_event("print_failed", logging.WARNING, error=reason, **granted.trace())
             self.watch.request_probe()
-            self.outbox.notify()
             return
+        if by_process_id:
+            granted.deadline = asyncio.get_running_loop().time() + self.confirm_timeout_s
+            self.in_flight.append(granted)
+            return
+        # By status: a healthy DLE EOT right after the bytes (a write-only link
+        # cannot hear a process ID response either).
+        await self._finish_printed_or_doubted(granted, await self._doubt_by_status())
+
+    async def _doubt_by_status(self) -> str | None:
+        report = await self.link.probe()  # never raises: a report, not an error
         self.watch.update(report)
-        if completion is not None:
-            self._learn_support(completion)
-        doubt = self._doubt(completion, report)
+        if can_print(report):
+            return None
+        return f"printer status after the print: {report.detail or 'not ready'}"
+
+    async def _confirm_oldest(self) -> None:
+        oldest = self.in_flight[0]
+        assert oldest.process_id is not None
+        loop = asyncio.get_running_loop()
+        pause_s = min(oldest.pause_s, max(0.0, oldest.deadline - loop.time()))
+        if len(self.in_flight) < self.depth and self._depth_now() > 1:
+            pause_s = min(pause_s, PIPELINE_POLL_S)  # a badge granted meanwhile goes out soon
+        completion = await self.link.poll_printed(oldest.process_id, pause_s)
+        if completion is None:
+            if loop.time() < oldest.deadline:
+                oldest.pause_s = min(2 * oldest.pause_s, DEFAULT_POLL_S)
+                return
+            completion = Completion(
+                Outcome.TIMED_OUT,
+                f"no process ID response within {self.confirm_timeout_s:g} s"
+                " though the printer is online",
+            )
+        self.in_flight.popleft()
+        self._learn_support(completion)
+        if completion.printed:
+            await self._finish_printed_or_doubted(oldest, None)
+            return
+        if completion.outcome is Outcome.UNSUPPORTED:
+            # The link cannot read replies after all: confirm by status instead.
+            await self._finish_printed_or_doubted(oldest, await self._doubt_by_status())
+            return
+        self.watch.update(await self.link.probe())
+        await self._finish_printed_or_doubted(oldest, self._doubt(completion))
+        await self._lose_in_flight(f"sent behind badge {oldest.ticket.job_id}, which was not "
+                                   f"confirmed: {completion.detail}")  # fmt: skip
+
+    async def _lose_in_flight(self, doubt: str) -> None:
+        """Every badge still in flight: its fate is unknown (the printer may clear its buffer)."""
+        while self.in_flight:
+            await self._finish_printed_or_doubted(self.in_flight.popleft(), doubt)
+
+    async def _finish_printed_or_doubted(self, granted: _Granted, doubt: str | None) -> None:
         if doubt is None:
-            await self._record_result(ticket, AckResult.PRINTED, None, fence)
-            log_event("badge_printed", bytes=len(badge.escpos), **trace)
+            await self._finish(granted, AckResult.PRINTED, None)
+            log_event("badge_printed", bytes=len(granted.badge.escpos), **granted.trace())
         else:
-            await self._record_result(ticket, AckResult.UNCERTAIN, doubt, fence)
-            log_event("print_uncertain", logging.WARNING, error=doubt, **trace)
-        self.outbox.notify()
+            await self._finish(granted, AckResult.UNCERTAIN, doubt)
+            log_event("print_uncertain", logging.WARNING, error=doubt, **granted.trace())
+
+    async def _finish(self, granted: _Granted, result: AckResult, reason: str | None) -> None:
+        """Journal the result, hand it to the outbox, and free the badge's place."""
+        try:
+            await self._record_result(granted.ticket, result, reason, granted.fence)
+        finally:
+            self.outbox.notify()
+            await self._free_place()
+
+    async def _wait_for_room(self) -> bool:
+        async with self._room:
+            await self._room.wait_for(lambda: self._unfinished < self._depth_now())
+        return True
+
+    async def _free_place(self) -> None:
+        self._unfinished -= 1
+        async with self._room:
+            self._room.notify_all()
+        await self.slots.give_back()
 
     def _confirms_by_process_id(self) -> bool:
         if self.confirmation == "auto":
@@ -230,15 +399,8 @@ class PrintLoop:
             log_event("print_confirmation", logging.WARNING, printer_id=self.client.printer_id,
                       by="status", reason="the printer does not answer GS ( H")  # fmt: skip
 
-    def _doubt(self, completion: Completion | None, report: PrinterHealthReport) -> str | None:
-        """Why the badge may not have come out; None when it is confirmed printed."""
-        if completion is None or completion.outcome is Outcome.UNSUPPORTED:
-            # By status: a write-only link cannot hear a process ID response either.
-            if can_print(report):
-                return None
-            return f"printer status after the print: {report.detail or 'not ready'}"
-        if completion.printed:
-            return None
+    def _doubt(self, completion: Completion) -> str:
+        """Why a badge that was not confirmed may not have come out."""
         if completion.outcome is Outcome.TIMED_OUT:
             hint = 'a printer without GS ( H needs print_confirmation = "status"'
             printer_id = self.client.printer_id

@@ -262,13 +262,15 @@ class Agent:
         assert client is not None and journal is not None and link is not None
         assert self._preparer is not None and self.recovery is not None
         self._outbox = AckOutbox(client, journal, self._backoff())
-        slots = JobSlots(settings.prefetch)
+        # Pipelined badges hold a job each besides the prefetched ones.
+        slots = JobSlots(settings.prefetch + settings.print_pipeline_depth - 1)
         queue: asyncio.Queue[PreparedBadge] = asyncio.Queue(maxsize=settings.prefetch)
         self._print_loop = PrintLoop(
             client=client, journal=journal, link=link, watch=self.watch, outbox=self._outbox,
             slots=slots, queue=queue, backoff=self._backoff(), printer_lock=self.printer_lock,
             confirmation=settings.print_confirmation,
             confirm_timeout_s=settings.print_confirm_timeout_s,
+            depth=settings.print_pipeline_depth,
         )  # fmt: skip
         lease_loop = LeaseLoop(
             client=client, journal=journal, preparer=self._preparer, watch=self.watch,
