@@ -152,6 +152,13 @@ class AgentSettings(BaseModel):
         default=True,
         description="rasterise in a memory-capped child process (keep on: hostile PDFs exist)",
     )
+    render_worker_idle_s: float = Field(
+        default=600.0,
+        ge=0,
+        le=86400,
+        description="the render worker exits after this long without a badge (the next badge"
+        " starts it again, ~0.2 s more on this one); 0: start it with the agent and keep it",
+    )
     print_confirmation: Literal["auto", "process_id", "status"] = Field(
         default="auto",
         description="how a badge is confirmed printed: `process_id` waits for the printer's"

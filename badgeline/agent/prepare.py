@@ -4,6 +4,12 @@ Fetching and rasterising happen here, before any start grant is asked for:
 a badge that cannot be printed must never hold a grant (the coordinator
 would think it is printing), and the next badge is prepared while the
 current one prints, which is where the time goes on a Pi.
+
+The render worker (badge/sandbox.py, ~23 MB with PDFium and Pillow) runs only
+while badges come: the first badge spawns it, while its PDF is fetched, and
+it exits after `worker_idle_s` without one, so an idle agent is one process.
+That first badge pays for the worker's start (~0.2 s here, more on a Pi).
+With `worker_idle_s = 0` the worker starts with the agent and stays.
 """
 
 from __future__ import annotations
@@ -79,25 +85,65 @@ class BadgePreparer:
         limits: BadgeLimits,
         footer: bool,
         in_sandbox: bool,
+        worker_idle_s: float = 0.0,
     ) -> None:
         self.fetcher = fetcher
         self.width_dots = width_dots
         self.limits = limits
         self.footer = footer
+        self.worker_idle_s = worker_idle_s
         self._worker = BadgeRenderWorker(limits) if in_sandbox else None
+        self._preparing = 0
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle_exit: asyncio.Task[None] | None = None
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The render worker's process id while one runs (None in-process or while idle)."""
+        return self._worker.pid if self._worker is not None else None
 
     async def start(self) -> None:
-        if self._worker is not None:
-            # Spawn now, so the first badge does not pay for it; this returns at
-            # once, and the worker loads PDFium while the agent goes on starting.
+        if self._worker is not None and not self.worker_idle_s:
+            # Kept for the agent's life: spawn now, so the first badge does not pay
+            # for it. This returns at once; the worker loads PDFium meanwhile.
             await asyncio.to_thread(self._worker.start)
 
     async def close(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        if self._idle_exit is not None:
+            await self._idle_exit
         if self._worker is not None:
             await asyncio.to_thread(self._worker.close)
 
     async def prepare(self, ticket: JobTicket) -> PreparedBadge:
         """The badge's ESC/POS bytes; `BadgeUnprintable` with the reason otherwise."""
+        self._preparing += 1
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        try:
+            if self._worker is not None and self._worker.pid is None:
+                # Spawned now, so that it loads PDFium while the PDF is fetched.
+                await asyncio.to_thread(self._worker.start)
+            return await self._prepare(ticket)
+        finally:
+            self._preparing -= 1
+            if self._preparing == 0 and self._worker is not None and self.worker_idle_s:
+                loop = asyncio.get_running_loop()
+                self._idle_timer = loop.call_later(self.worker_idle_s, self._stop_idle_worker)
+
+    def _stop_idle_worker(self) -> None:
+        self._idle_timer = None
+        if self._worker is None or self._preparing or self._worker.pid is None:
+            return
+        log_event("render_worker_idle_exit", logging.DEBUG, pid=self._worker.pid,
+                  idle_s=self.worker_idle_s)  # fmt: skip
+        # In a thread: close() waits for the worker's lock and for the process to end.
+        # A badge that comes meanwhile waits on that lock, then spawns a new worker.
+        self._idle_exit = asyncio.ensure_future(asyncio.to_thread(self._worker.close))
+
+    async def _prepare(self, ticket: JobTicket) -> PreparedBadge:
         try:
             pdf = await self.fetcher.fetch(ticket.badge_pdf_ref)
         except FetchRefused as refused:

@@ -250,6 +250,7 @@ class Agent:
             limits=settings.badge_limits,
             footer=settings.footer,
             in_sandbox=settings.render_in_sandbox,
+            worker_idle_s=settings.render_worker_idle_s,
         )
         await self._preparer.start()
 
