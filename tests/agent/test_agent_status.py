@@ -44,6 +44,11 @@ async def test_healthz_and_status_describe_a_running_agent(
         async with session.get(base + "/status") as response:
             assert response.status == 200
             status = await response.json()
+        # (and a wrong path or method is told so, without troubling the agent)
+        async with session.get(base + "/nope") as response:
+            assert response.status == 404
+        async with session.get(base + "/test-print") as response:
+            assert response.status == 405 and response.headers["Allow"] == "POST"
     # THEN it tells the printer's health, the journal, the coordinator and itself
     assert status["printer_id"] == "printer-a" and status["version"] == "0.1.0"
     assert status["uptime_s"] > 0 and status["stopping"] is False
