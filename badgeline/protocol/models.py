@@ -42,7 +42,15 @@ class PrintJob(StrictModel):
     """What a kiosk submits: one badge for one attendee on one target."""
 
     attendee_id: str = Field(min_length=4, max_length=48, pattern=ATTENDEE_ID_PATTERN)
-    badge_pdf_ref: str = Field(min_length=1, max_length=512)
+    badge_pdf_ref: str = Field(
+        min_length=1,
+        max_length=512,
+        description="a URL with scheme https, http, file or artifact whose path ends in .pdf",
+        # Documents the validator below for API clients and fuzzers (not enforced
+        # by itself: the validator is, and its messages say what is wrong).
+        json_schema_extra={"pattern": r"^(https?|file|artifact)://[^?#]*\.[pP][dD][fF]([?#].*)?$"},
+        examples=["artifact://<sha256>.pdf", "https://badges.example/att_44817.pdf"],
+    )
     printer_target: str = Field(pattern=PRINTER_TARGET_PATTERN, max_length=40)
     priority: int = Field(default=100, ge=0, le=1000)
     idempotency_key: str = Field(min_length=8, max_length=80, pattern=IDEMPOTENCY_KEY_PATTERN)
