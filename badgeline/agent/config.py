@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from badgeline.agent.badge.pdfcheck import BadgeLimits
+from badgeline.agent.badge.limits import BadgeLimits
 from badgeline.agent.printers.connection import PrinterConnection
 from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
 from badgeline.toml_env import ConfigError, load_toml_env  # noqa: F401  (ConfigError: this API)

@@ -18,10 +18,10 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from badgeline.agent.badge.errors import BadgeRejected, RejectReason
+from badgeline.agent.badge.limits import DEFAULT_LIMITS, BadgeLimits
 from badgeline.agent.badge.streamscan import check_stream_expansion
 
 if TYPE_CHECKING:
@@ -32,31 +32,6 @@ _MM_PER_POINT = 25.4 / 72
 # PDFium is not thread-safe and the agent calls us from `asyncio.to_thread`
 # workers (it rasterises the next badge while the current one prints).
 PDFIUM_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class BadgeLimits:
-    """What the agent agrees to print. The defaults fit any real badge with room to spare."""
-
-    max_bytes: int = 5 * 1024 * 1024
-    max_pages: int = 4
-    max_page_side_mm: float = 1000.0
-    # A sliver of a page scaled to the paper width would be metres of paper.
-    min_page_side_mm: float = 10.0
-    max_aspect_ratio: float = 5.0
-    # PDFium parses page content in one uninterruptible call; 16 MiB of dense
-    # content parses in about a second here. (Forms drawn many times can
-    # still multiply that: the sandbox's memory and time limits are the backstop.)
-    max_decoded_bytes: int = 16 * 1024 * 1024
-    max_streams: int = 2_000
-    max_page_objects: int = 20_000
-    max_annotations: int = 500
-    max_form_depth: int = 8
-    max_image_pixels: int = 16_000_000
-    max_render_seconds: float = 2.0
-
-
-DEFAULT_LIMITS = BadgeLimits()
 
 
 def check_badge_pdf(pdf_bytes: bytes, limits: BadgeLimits = DEFAULT_LIMITS) -> None:

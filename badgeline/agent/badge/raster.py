@@ -15,7 +15,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from badgeline.agent.badge.errors import BadgeRejected, RejectReason
-from badgeline.agent.badge.pdfcheck import DEFAULT_LIMITS, BadgeLimits, open_checked_first_page
+from badgeline.agent.badge.limits import DEFAULT_LIMITS, BadgeLimits
+from badgeline.agent.badge.pdfcheck import open_checked_first_page
 
 if TYPE_CHECKING:
     from PIL import Image

@@ -30,7 +30,7 @@ import sys
 from typing import Any, BinaryIO
 
 from badgeline.agent.badge.errors import BadgeRejected, RejectReason
-from badgeline.agent.badge.pdfcheck import BadgeLimits
+from badgeline.agent.badge.limits import BadgeLimits
 
 FRAME_HEADER = struct.Struct("!II")
 # How the agent starts a worker (then the memory budget and the limits as arguments).

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from badgeline.agent.badge.errors import BadgeRejected, RejectReason
-from badgeline.agent.badge.pdfcheck import DEFAULT_LIMITS, BadgeLimits
+from badgeline.agent.badge.limits import DEFAULT_LIMITS, BadgeLimits
 from badgeline.agent.badge.render_worker import (
     FRAME_HEADER,
     WORKER_COMMAND,
