@@ -1,6 +1,6 @@
 """Time the badge pipeline per badge: check, render, dither, encode, and the whole path.
 
-    .venv/bin/python bench/bench_raster.py [--badges 200] [--width 576]
+    .venv/bin/python bench/bench_raster.py [--badges 200] [--width 576] [--cold-starts 5]
 
 A benchmark, not a test: it prints median and p99 milliseconds per stage and
 asserts nothing, because timings depend on the machine. The badges are the
@@ -68,6 +68,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--badges", type=int, default=200, help="badges per stage (200)")
     parser.add_argument("--width", type=int, default=WIDTH_DOTS_80MM, help="dot width (576)")
+    parser.add_argument(
+        "--cold-starts", type=int, default=5, help="new render workers timed to a first badge (5)"
+    )
     arguments = parser.parse_args()
     count, width = arguments.badges, arguments.width
 
@@ -96,12 +99,25 @@ def main() -> None:
             lambda i: worker.badge_to_escpos(pdf(i), width, job_id=str(i)), count
         )
 
+    # What the agent's first badge after an idle spell pays: its render worker
+    # exits after render_worker_idle_s and the next badge spawns a new one.
+    cold_ms = []
+    for index in range(arguments.cold_starts):
+        started = time.perf_counter()
+        with BadgeRenderWorker() as new_worker:
+            new_worker.badge_to_escpos(pdf(index), width, job_id=str(index))
+            cold_ms.append((time.perf_counter() - started) * 1000)
+
     badge_kib = statistics.mean(len(badge) for badge in badges) / 1024
     print(
         f"{count} badges per stage, {width} dots wide, "
         f"{DISTINCT_BADGES} distinct sample badges of ~{badge_kib:.1f} KiB"
     )
     print(f"first badge (loads PDFium): {first_call_ms:.1f} ms")
+    if cold_ms:
+        print(f"first badge in a new render worker (spawn + imports + render), median of"
+              f" {len(cold_ms)}: {statistics.median(cold_ms):.1f} ms"
+              f" (min {min(cold_ms):.1f}, max {max(cold_ms):.1f})")  # fmt: skip
     print(f"{'stage':<26}{'median ms':>10}{'p99 ms':>10}")
     for stage, timings in stages.items():
         print(f"{stage:<26}{statistics.median(timings):>10.2f}{percentile(timings, 0.99):>10.2f}")
