@@ -85,6 +85,7 @@ class Phase:
     printed: Counter[str] = field(default_factory=Counter)  # badge id -> times printed
     first_byte_ms: list[float] = field(default_factory=list)
     print_gap_ms: list[float] = field(default_factory=list)  # between badges of one printer
+    per_printer: list[tuple[int, float, float]] = field(default_factory=list)  # count, first, last
     cpu_s: dict[str, float] = field(default_factory=dict)  # process group -> CPU seconds
     machine_cpu_s: float = 0.0
 
@@ -227,6 +228,8 @@ async def run_phase(bench: Bench, system: str, jobs: int, timed: bool) -> Phase:
             phase.last_out = max(phase.last_out, row["at"])
         times = sorted(row["at"] for row in rows)
         phase.print_gap_ms += [(b - a) * 1000 for a, b in itertools.pairwise(times)]
+        if times:
+            phase.per_printer.append((len(times), times[0], times[-1]))
     first_bytes = bench.relays.dump()
     phase.first_byte_ms = [(first_bytes[b] - at) * 1000
                            for b, at in phase.submitted_at.items() if b in first_bytes]  # fmt: skip
@@ -372,6 +375,13 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
             f"{med(statistics.median(p.print_gap_ms or [0]) for p in mine):6.0f} "
             f"{med(own_cpu(p) for p in mine):6.1f} {med(p.machine_cpu_s for p in mine):13.1f}"
         )
+    for phase in phases:
+        # Where a drain's time goes besides the printing: the wait for each printer's
+        # first badge, and an uneven share of the badges between the printers.
+        t0 = phase.first_submit
+        spans = ", ".join(f"{n} {a - t0:.2f}-{b - t0:.2f}" for n, a, b in phase.per_printer)
+        print(f"  {phase.system}: badges per printer, first-last out (s after the first submit): "
+              + spans)  # fmt: skip
     for phase in phases:
         print(
             f"  CPU s of {phase.system}'s phase by process group: "
