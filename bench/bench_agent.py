@@ -226,8 +226,8 @@ def explain_imports(top: int = 15) -> None:
 # Imported one after the other in a fresh interpreter, in the order the agent needs
 # them: each step is what that import adds on top of everything before it.
 IMPORT_STEPS = ("ssl", "asyncio", "aiosqlite", "pydantic.main", "aiohttp", "aiohttp.web_server",
-                "badgeline.agent.main", "badgeline.agent.service", "zeroconf.asyncio",
-                "escpos")  # fmt: skip
+                "one-model", "badgeline.agent.main", "badgeline.agent.service",
+                "zeroconf.asyncio", "escpos")  # fmt: skip
 _STEPS_CODE = """
 import re, sys, time, tracemalloc
 if sys.argv[1] == 'traced':
@@ -243,6 +243,11 @@ for name in sys.argv[2:]:
     if name == 'escpos':
         from badgeline.agent.printers._escpos import escpos_api
         escpos_api()
+    elif name == 'one-model':
+        # The first model built loads what every model needs (pydantic-core's
+        # validators, pydantic's plugin loader): the stack's floor, before any agent code.
+        import pydantic
+        type('One', (pydantic.BaseModel,), {'__annotations__': {'a': int}})(a=1)
     else:
         __import__(name)
     print(name, time.perf_counter() - started, *memory())
@@ -266,8 +271,9 @@ def explain_memory() -> None:
     print(
         "\nmemory step by step in a fresh interpreter (zeroconf loads only with mdns on,"
         " which this bench turns off; escpos = the agent's escpos_api(), which only a USB"
-        " printer link or an escpos_profile setting loads; Python heap from tracemalloc,"
-        " a separate run):"
+        " printer link or an escpos_profile setting loads; one-model = a one-field pydantic"
+        " model built and used, so the row above the agent's modules is the floor of this"
+        " stack; Python heap from tracemalloc, a separate run):"
     )
     print(
         "  import                     ms  VmRSS MB (+step)  RssAnon MB (+step)"
