@@ -1,7 +1,7 @@
 """badgeline beside CUPS, in one run: the same badges to the same four emulators.
 
     .venv/bin/python bench/vs_cups.py [--jobs 2000] [--concurrency 16] [--rounds 1]
-        [--distinct-badges 50] [--ms-per-badge 0] [--nice -10] [--keep DIR]
+        [--distinct-badges 50] [--ms-per-badge 0] [--pipeline-depth N] [--nice -10] [--keep DIR]
 
 Quick check: `--jobs 200`. Needs Debian's CUPS (`apt-get install --no-install-recommends
 cups cups-client`); the bench starts a private cupsd of its own and never the system's.
@@ -308,7 +308,8 @@ def start_everything(root: Path, args: argparse.Namespace) -> Bench:
     venue = LocalVenue(root / "venue", printer_ids=PRINTERS, extra_coordinator_config={
         "venue": "vscups" + secrets.token_hex(3), "high_water_mark": 100_000})  # fmt: skip
     relays = RelayProcess([venue.printers[p].port for p in PRINTERS])
-    venue.agent_overrides = {p: {"printer": {"port": port}}
+    depth = {} if args.pipeline_depth is None else {"print_pipeline_depth": args.pipeline_depth}
+    venue.agent_overrides = {p: {"printer": {"port": port}, **depth}
                              for p, port in zip(PRINTERS, relays.ports, strict=True)}  # fmt: skip
     cups = PrivateCupsd(root / "cups", free_port())
     bench = Bench(args, venue, cups, relays, pdfs, [], escpos)
@@ -447,6 +448,11 @@ def main() -> int:
         type=int,
         default=0,
         help="emulator print time per badge (0 = as fast as bytes arrive)",
+    )
+    parser.add_argument(
+        "--pipeline-depth",
+        type=int,
+        help="the agents' print_pipeline_depth (default: the agent's default)",
     )
     parser.add_argument("--timeout", type=float, default=300, help="per-phase limit in seconds")
     parser.add_argument("--nice", type=int, default=0,
