@@ -65,6 +65,7 @@ import aiohttp
 from aiohttp import web
 from pydantic import ValidationError
 from redis.asyncio import Redis
+from stallscrape import Stalls, read_stalls
 
 from badgeline.coordinator.auth import token_digest
 from badgeline.coordinator.keys import VenueKeys
@@ -306,6 +307,7 @@ class RoundResult:
     wall_s: float
     latencies_ms: list[float]
     cpu_s: dict[str, float]
+    stalls: str = ""  # the coordinator's GC pauses and loop lag during the round
 
     @property
     def jobs_per_s(self) -> float:
@@ -446,6 +448,7 @@ class Bench:
             # Open the keep-alive connections before the clock starts.
             warm = job_bodies(self.args.concurrency, self.args.printer_ids, tag + "-w")
             await post_all(session, self.url(target), warm, self.args.concurrency)
+            stalls_before = await self.stalls(session, target)
             pids = {"server": self.server_pid(target), "redis": self.redis_pid()}
             cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             client_before = time.process_time()
@@ -464,7 +467,15 @@ class Bench:
             cpu["client"] = time.process_time() - client_before
             # Everything else on the machine (other test suites, the OS): the noise.
             cpu["others"] = max(0.0, machine_busy_seconds() - machine_before - sum(cpu.values()))
-        return RoundResult(target, fsync, rate, statuses[201], statuses, wall, latencies, cpu)
+            stalls_after = await self.stalls(session, target)
+        stalls = stalls_after.since(stalls_before) if stalls_after and stalls_before else ""
+        return RoundResult(target, fsync, rate, statuses[201], statuses, wall, latencies, cpu,
+                           stalls)  # fmt: skip
+
+    async def stalls(self, session: aiohttp.ClientSession, target: str) -> Stalls | None:
+        if target != "coordinator":
+            return None
+        return await read_stalls(session, self.coordinator.base_url, OPERATOR_TOKEN)
 
     async def wait_for_quiet(self) -> None:
         """Start a round when the rest of the machine is quiet, or after --quiet-wait s."""
@@ -522,6 +533,8 @@ class Bench:
                       f"  p99 {result.percentile(99):6.1f} ms  server CPU"
                       f" {result.server_ms_per_job:.3f} ms/job  others"
                       f" {result.cpu_pct('others'):4.0f}%", flush=True)  # fmt: skip
+                if result.stalls:
+                    print(f"      {result.stalls}", flush=True)
 
 
 # --------------------------------------------------------------------------- report

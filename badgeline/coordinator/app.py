@@ -103,7 +103,9 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     for loop in loops:
         loop.start()
     app[UPKEEP_LOOPS] = loops
+    app[metrics.METRICS].loop_lag.start()
     yield
+    await app[metrics.METRICS].loop_lag.stop()
     for loop in loops:
         await loop.stop()
     await coordinator.wakeups.stop()

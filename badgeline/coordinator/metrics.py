@@ -35,6 +35,7 @@ from badgeline.coordinator.api_reports import Census, take_census
 from badgeline.coordinator.context import Coordinator, authenticate
 from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import Handler
+from badgeline.coordinator.stalls import GC_PAUSES, LoopLag, StallCollector
 from badgeline.coordinator.store import AckOutcome
 from badgeline.protocol.states import JobState
 
@@ -128,6 +129,7 @@ class Metrics:
 
     registry: CollectorRegistry = field(default_factory=CollectorRegistry)
     venue: VenueCollector = field(default_factory=VenueCollector)
+    loop_lag: LoopLag = field(default_factory=LoopLag)  # started with the app (app.py)
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -146,6 +148,8 @@ class Metrics:
             "badgeline_backpressure_sheds", "Submissions shed by backpressure", registry=r
         )
         r.register(self.venue)
+        GC_PAUSES.install()
+        r.register(StallCollector(self.loop_lag))
 
 
 METRICS = web.AppKey("metrics", Metrics)

@@ -19,6 +19,7 @@ FAMILIES = {
     "badgeline_scan_to_print_seconds", "badgeline_failovers", "badgeline_dedupe_hits",
     "badgeline_backpressure_sheds", "badgeline_dead_letters", "badgeline_heartbeat_age_seconds",
     "badgeline_printer_state", "badgeline_printer_paper_low", "badgeline_printer_paused",
+    "badgeline_gc_pause_seconds", "badgeline_event_loop_lag_seconds",
 }  # fmt: skip
 
 
