@@ -87,13 +87,24 @@ async def serve(settings: CoordinatorSettings) -> None:
             await asyncio.to_thread(embedded.stop)
 
 
+# A young collection runs once this many more container objects were made than
+# freed. Python's 700 ran one every ~20 accepted jobs (bench_accept: ~150 per
+# 3,000 jobs, 150-340 ms of pauses under load); a request's objects are freed by
+# reference counting when it ends, so at 20,000 the collector runs only when
+# something really accumulates (0 collections in the same rounds).
+YOUNG_GC_THRESHOLD = 20_000
+
+
 def settle_garbage_collector() -> None:
     """Leave everything built at start-up (modules, models, routes, scripts:
-    ~75,000 objects) out of the collector's full passes. Each of those passes
-    otherwise walked all of them, a ~60 ms stall of every request in flight,
-    the largest part of the accept latency's tail (docs/benchmarks.md)."""
+    ~75,000 objects) out of the collector's full passes, and collect the young
+    generation less often. Each full pass otherwise walked all of them, a ~60 ms
+    stall of every request in flight, the largest part of the accept latency's
+    tail (docs/benchmarks.md); the stall metrics (stalls.py) show what is left."""
     gc.collect()
     gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_GC_THRESHOLD, middle, old)
 
 
 @contextlib.asynccontextmanager
