@@ -56,8 +56,8 @@ from badgeline.coordinator.events import log_event
 from badgeline.protocol.models import AckRequest, StartResponse
 from badgeline.protocol.states import AckResult
 
-# While a pipelined printer has room for another badge, its confirmation is polled
-# at least this often, so a badge granted meanwhile is written soon.
+# While a pipelined printer has room for another badge and one is being granted, the
+# confirmation is polled at least this often, so that badge is written soon.
 PIPELINE_POLL_S = 0.05
 
 
@@ -323,8 +323,8 @@ class PrintLoop:
         assert oldest.process_id is not None
         loop = asyncio.get_running_loop()
         pause_s = min(oldest.pause_s, max(0.0, oldest.deadline - loop.time()))
-        if len(self.in_flight) < self.depth and self._depth_now() > 1:
-            pause_s = min(pause_s, PIPELINE_POLL_S)  # a badge granted meanwhile goes out soon
+        if len(self.in_flight) < self._depth_now() and self._unfinished > len(self.in_flight):
+            pause_s = min(pause_s, PIPELINE_POLL_S)  # a badge being granted goes out soon
         completion = await self.link.poll_printed(oldest.process_id, pause_s)
         if completion is None:
             if loop.time() < oldest.deadline:
