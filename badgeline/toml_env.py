@@ -1,10 +1,11 @@
 """Typed settings from a TOML file plus environment overrides, into a plain pydantic model.
 
-The agent's loader. pydantic-settings does the same for the coordinator
-(settings_file.py), but importing it costs the agent ~1 MB of its idle RSS
-on top of pydantic (its sources for AWS, Azure, GCP, YAML, dotenv and the CLI
-all load with it), and on a Raspberry Pi beside one printer that counts
-(docs/benchmarks.md, "agent idle memory"). What the agent needs is small:
+The coordinator and the agent load their settings here. pydantic-settings does
+the same, but importing it cost the agent ~1 MB of its idle RSS on top of
+pydantic (its sources for AWS, Azure, GCP, YAML, dotenv and the CLI all load
+with it), and on a Raspberry Pi beside one printer that counts
+(docs/benchmarks.md, "agent idle memory"); one loader for both sides keeps the
+rules the same. What they need is small:
 
 - precedence, highest first: keyword arguments, `<PREFIX><FIELD>` environment
   variables (any case), the TOML file, the model's defaults;

@@ -18,16 +18,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import (
-    SettingsConfigDict,
-)
 
 from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
-from badgeline.settings_file import (  # noqa: F401  (ConfigError is part of this API)
-    ConfigError,
-    TomlThenEnvironment,
-    load_settings,
-)
+from badgeline.toml_env import ConfigError, load_toml_env  # noqa: F401  (ConfigError: this API)
+
+ENV_PREFIX = "BADGELINE_"
 
 Role = Literal["kiosk", "agent", "operator"]
 
@@ -56,10 +51,9 @@ class TokenEntry(BaseModel):
         return self
 
 
-class CoordinatorSettings(TomlThenEnvironment):
-    model_config = SettingsConfigDict(
-        env_prefix="BADGELINE_", env_nested_delimiter="__", extra="forbid"
-    )
+class CoordinatorSettings(BaseModel):
+    # Loaded by load_coordinator_settings: the TOML file, then BADGELINE_* variables.
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     listen_host: str = "127.0.0.1"
     listen_port: int = Field(default=8420, ge=0, le=65535)
@@ -182,4 +176,4 @@ class CoordinatorSettings(TomlThenEnvironment):
 
 def load_coordinator_settings(path: Path | None = None, **overrides: Any) -> CoordinatorSettings:
     """Read and validate the settings once, at start-up."""
-    return load_settings(CoordinatorSettings, path, **overrides)
+    return load_toml_env(CoordinatorSettings, path, ENV_PREFIX, **overrides)

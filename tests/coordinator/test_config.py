@@ -1,0 +1,62 @@
+"""Coordinator settings: a TOML file under BADGELINE_* variables under arguments,
+validated once, with errors that name the key to fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from badgeline.coordinator.config import ConfigError, load_coordinator_settings
+
+
+def _toml(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "coordinator.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_arguments_beat_the_environment_which_beats_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _toml(tmp_path, 'venue = "hall-a"\nhigh_water_mark = 50\nlisten_port = 9000\n')
+    monkeypatch.setenv("BADGELINE_HIGH_WATER_MARK", "70")
+    monkeypatch.setenv("badgeline_listen_port", "9100")  # any case
+    settings = load_coordinator_settings(path, listen_port=9200)
+    assert (settings.venue, settings.high_water_mark, settings.listen_port) == ("hall-a", 70, 9200)
+    assert settings.state_dir == Path("var/coordinator")  # a default, as a Path
+
+
+def test_lists_and_tables_come_from_the_environment_as_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _toml(tmp_path, '[pools]\nhall-a = ["printer-a"]\n')
+    monkeypatch.setenv("BADGELINE_POOLS", '{"hall-b": ["printer-b", "printer-c"]}')
+    monkeypatch.setenv("BADGELINE_MDNS_INTERFACES", '["127.0.0.1"]')
+    settings = load_coordinator_settings(path)
+    assert settings.pools == {"hall-a": ["printer-a"], "hall-b": ["printer-b", "printer-c"]}
+    assert settings.mdns_interfaces == ["127.0.0.1"]
+    monkeypatch.setenv("BADGELINE_POOLS", "hall-b=printer-b")
+    with pytest.raises(ConfigError, match=r"BADGELINE_POOLS.*JSON"):
+        load_coordinator_settings(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("hihg_water_mark = 5\n", "hihg_water_mark"),  # a typo is not silently ignored
+        ("high_water_mark = 0\n", "high_water_mark"),
+        ('embedded_appendfsync = "sometimes"\n', "embedded_appendfsync"),
+        ('venue = "hall-a"\nvenue = "hall-b"\n', "not valid TOML"),
+    ],
+)
+def test_a_bad_file_stops_start_up_naming_what_to_fix(
+    tmp_path: Path, text: str, named: str
+) -> None:
+    with pytest.raises(ConfigError, match=named):
+        load_coordinator_settings(_toml(tmp_path, text))
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_coordinator_settings(tmp_path / "nowhere.toml")
