@@ -77,6 +77,10 @@ class PrinterEmulator:
         self._tcp_server: asyncio.Server | None = None
         self._control_runner: web.AppRunner | None = None
         self._head_task: asyncio.Task[None] | None = None
+        # Tests: lose this many of the next GS ( H requests while printing on, as a
+        # request that arrived during a blink offline is lost (the agent must not
+        # doubt the badges behind it whose own answers come).
+        self.lose_process_ids = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -302,7 +306,10 @@ class PrinterEmulator:
     def _handle_process_id(
         self, connection: _Connection, process_id: bytes, can_print: bool
     ) -> None:
-        if can_print:
+        if can_print and self.lose_process_ids > 0:
+            self.lose_process_ids -= 1
+            self._head.counters.process_ids_dropped += 1
+        elif can_print:
             self._head.submit_process_id(process_id, connection.number, connection.reply)
         else:
             # An offline printer keeps it in a buffer that the fault's recovery clears.
