@@ -21,18 +21,17 @@ class Stalls:
     lag_buckets: dict[float, float]  # upper bound (s) -> cumulative ticks
 
     def since(self, before: Stalls) -> str:
-        full = self.gc_counts.get("2", 0) - before.gc_counts.get("2", 0)
-        young = sum(self.gc_counts.values()) - sum(before.gc_counts.values()) - full
-        full_ms = 1000 * (self.gc_seconds.get("2", 0) - before.gc_seconds.get("2", 0))
-        young_ms = 1000 * (sum(self.gc_seconds.values()) - sum(before.gc_seconds.values()))
-        young_ms -= full_ms
+        collections = []
+        for generation in ("2", "1", "0"):
+            count = self.gc_counts.get(generation, 0) - before.gc_counts.get(generation, 0)
+            pause = self.gc_seconds.get(generation, 0) - before.gc_seconds.get(generation, 0)
+            collections.append(f"gen{generation} {count:.0f} ({1000 * pause:.0f} ms)")
         ticks = {b: n - before.lag_buckets.get(b, 0) for b, n in self.lag_buckets.items()}
         total = ticks.get(float("inf"), 0)
         late = {bound: total - ticks.get(bound, 0) for bound in (0.01, 0.025, 0.1)}
         return (
-            f"gc: {full:.0f} full ({full_ms:.0f} ms), {young:.0f} young ({young_ms:.0f} ms); "
-            f"loop lag over 10/25/100 ms: {late[0.01]:.0f}/{late[0.025]:.0f}/{late[0.1]:.0f}"
-            f" of {total:.0f} ticks"
+            f"gc: {', '.join(collections)}; loop lag over 10/25/100 ms: "
+            f"{late[0.01]:.0f}/{late[0.025]:.0f}/{late[0.1]:.0f} of {total:.0f} ticks"
         )
 
 
