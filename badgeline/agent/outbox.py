@@ -17,7 +17,7 @@ from typing import Any
 
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.journal import Journal, LocalJobState, PendingAck
-from badgeline.agent.retry import Backoff, OutageLog
+from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.models import MAX_ERROR_TEXT, AckRequest
 
@@ -36,10 +36,8 @@ class AckOutbox:
         self.outage = OutageLog("ack", printer_id=client.printer_id)
         self._new_result = asyncio.Event()
         self._confirmed = asyncio.Condition()
-        # Set when the coordinator answers some call after an ack found it away.
-        self._coordinator_back = asyncio.Event()
-        self._waiting_for_coordinator = False
-        client.on_success(self._coordinator_answered)
+        # Ends the back-off when the coordinator answers some call after an ack found it away.
+        self._comeback = ComebackSignal(client.on_success)
 
     def notify(self) -> None:
         """A result was journaled: send it now rather than at the next recheck."""
@@ -75,21 +73,9 @@ class AckOutbox:
         history = await self.journal.history(job_id)
         return any(entry.state in _AWAITING_ACK for entry in history)
 
-    def _coordinator_answered(self) -> None:
-        if self._waiting_for_coordinator:
-            self._coordinator_back.set()
-
     async def _back_off(self, stopping: asyncio.Event) -> bool:
         """Wait out the back-off, or less if the coordinator is back; False if stopping."""
-        waits = [asyncio.ensure_future(self._coordinator_back.wait()),
-                 asyncio.ensure_future(stopping.wait())]  # fmt: skip
-        try:
-            await asyncio.wait(waits, timeout=self.backoff.next_delay(),
-                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
-        finally:
-            for wait in waits:
-                wait.cancel()
-        return not stopping.is_set()
+        return await self._comeback.back_off(self.backoff.next_delay(), stopping)
 
     async def _wait_for_news(self, stopping: asyncio.Event) -> None:
         waits = [asyncio.ensure_future(self._new_result.wait()), asyncio.ensure_future(
@@ -135,7 +121,7 @@ class AckOutbox:
                       recorded=answer.recorded, attempts=pending.attempts + 1, **trace)  # fmt: skip
         self.outage.succeeded()
         self.backoff.reset()
-        self._waiting_for_coordinator = False
+        self._comeback.coordinator_answered()
         await self.journal.mark_acked(pending.job_id, pending.lease_id)
         async with self._confirmed:
             self._confirmed.notify_all()
@@ -143,8 +129,7 @@ class AckOutbox:
 
     async def _failed(self, pending: PendingAck, problem: str, *, coordinator_away: bool) -> bool:
         # Only answers after this failure count as the coordinator coming back.
-        self._coordinator_back.clear()
-        self._waiting_for_coordinator = coordinator_away
+        self._comeback.coordinator_away(coordinator_away)
         self.outage.failed(problem)
         await self.journal.record_ack_attempt(pending.job_id, pending.lease_id)
         return False

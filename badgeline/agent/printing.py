@@ -51,7 +51,7 @@ from badgeline.agent.printers.completion import (
     Completion,
     Outcome,
 )
-from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
+from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog, unless_stopped
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.models import AckRequest, StartResponse
 from badgeline.protocol.states import AckResult
@@ -144,6 +144,8 @@ class PrintLoop:
         self.backoff = backoff
         self.printer_lock = printer_lock
         self.outage = OutageLog("start", printer_id=client.printer_id)
+        # The start call retries at once when another loop finds the coordinator back.
+        self._comeback = ComebackSignal(client.on_success)
         self.confirmation = confirmation
         self.confirm_timeout_s = confirm_timeout_s
         self.depth = depth
@@ -236,14 +238,17 @@ class PrintLoop:
                 if rejected.status == 404:
                     return StartResponse(granted=False, reason="not_found")
                 problem = str(rejected)
+                self._comeback.coordinator_away(False)  # it answered: wait the whole back-off
             except CoordinatorUnavailable as error:
                 problem = str(error)
+                self._comeback.coordinator_away()
             else:
                 self.outage.succeeded()
                 self.backoff.reset()
+                self._comeback.coordinator_answered()
                 return decision
             self.outage.failed(problem)
-            if not await sleep_unless_stopped(self.backoff.next_delay(), stopping):
+            if not await self._comeback.back_off(self.backoff.next_delay(), stopping):
                 return None
         return None
 

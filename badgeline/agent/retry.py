@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from badgeline.coordinator.events import log_event
@@ -100,6 +100,43 @@ async def unless_stopped(awaitable: Awaitable[T], stopping: asyncio.Event) -> T 
     if work.cancelled():
         return None
     return work.result()
+
+
+class ComebackSignal:
+    """Ends a loop's back-off when the coordinator answers any call again.
+
+    A loop that found the coordinator away backs off (up to retry_max_s, 15 s in
+    the field); once heartbeats or leases get through again it should retry at
+    once, not sleep the rest out. `register` is the client's `on_success`.
+    """
+
+    def __init__(self, register: Callable[[Callable[[], None]], None]) -> None:
+        self._back = asyncio.Event()
+        self._away = False
+        register(self._answered)
+
+    def coordinator_away(self, away: bool = True) -> None:
+        """A call just failed (`away`: for want of an answer): only later answers count."""
+        self._back.clear()
+        self._away = away
+
+    def coordinator_answered(self) -> None:
+        self._away = False
+
+    def _answered(self) -> None:
+        if self._away:
+            self._back.set()
+
+    async def back_off(self, delay_s: float, stopping: asyncio.Event) -> bool:
+        """Wait `delay_s`, or less if the coordinator is back; False if stopping."""
+        waits = [asyncio.ensure_future(self._back.wait()),
+                 asyncio.ensure_future(stopping.wait())]  # fmt: skip
+        try:
+            await asyncio.wait(waits, timeout=delay_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        return not stopping.is_set()
 
 
 async def sleep_unless_stopped(delay_s: float, stopping: asyncio.Event) -> bool:

@@ -93,6 +93,39 @@ async def test_acks_go_out_as_soon_as_the_coordinator_answers_again_not_after_th
     assert not await agent.journal.pending_acks()
 
 
+async def test_a_start_grant_is_asked_again_as_soon_as_the_coordinator_answers(
+    coordinator: LiveCoordinator, kiosk: Kiosk, emulator: PrinterEmulator,
+    relay: ReplyHoldingRelay, run_agent: Any, badge_ref: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    # GIVEN an agent whose start call backs off for at least 30 s after a failure
+    settings = agent_settings(
+        "printer-a", coordinator, emulator, tmp_path / "a",
+        printer={"kind": "emulator", "host": "127.0.0.1", "port": relay.port, "timeout_s": 10},
+        probe_interval_s=60,
+    )  # fmt: skip
+    agent = await run_agent(settings)
+    agent._print_loop.backoff = Backoff(OUTBOX_BACKOFF_S, OUTBOX_BACKOFF_S)
+    await wait_for(lambda: _ready(agent))
+    relay.hold_replies()
+    first = await kiosk.submit(badge_ref, "printer-a")
+    second = await kiosk.submit(badge_ref, "printer-a")
+    await emulator.wait_until(lambda e: len(e.printed) == 1)
+    # AND the second badge's start call found the coordinator down
+    await coordinator.stop()
+    relay.release_replies()
+    await wait_for(lambda: _true(agent._print_loop.outage.is_down))
+    # WHEN the coordinator comes back (and the heartbeat reaches it)
+    await coordinator.start()
+    # THEN the grant is asked for again well within the back-off, and both print once
+    await wait_for(lambda: _state_is(kiosk, second, "printed"), timeout_s=OUTBOX_BACKOFF_S / 4)
+    await wait_for(lambda: _state_is(kiosk, first, "printed"))
+    assert [badge.job_id for badge in emulator.printed] == [first, second]
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
 async def _ready(agent: Any) -> bool:
     return bool(agent.watch.ready)
 
