@@ -26,8 +26,8 @@ from badgeline.agent.health import PrinterWatch
 from badgeline.agent.journal import Journal, JournalEntry, JournalError, LocalJobState
 from badgeline.agent.outbox import AckOutbox
 from badgeline.agent.prepare import BadgePreparer, BadgeUnprintable, JobTicket, PreparedBadge
-from badgeline.agent.printing import JobSlots
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
+from badgeline.agent.slots import JobSlots
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.models import LeasedJob
 

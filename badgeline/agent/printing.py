@@ -52,6 +52,7 @@ from badgeline.agent.printers.completion import (
     Outcome,
 )
 from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog, unless_stopped
+from badgeline.agent.slots import JobSlots
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.models import AckRequest, StartResponse
 from badgeline.protocol.states import AckResult
@@ -59,36 +60,6 @@ from badgeline.protocol.states import AckResult
 # While a pipelined printer has room for another badge and one is being granted, the
 # confirmation is polled at least this often, so that badge is written soon.
 PIPELINE_POLL_S = 0.05
-
-
-class JobSlots:
-    """How many jobs the agent holds (leased, not yet finished): the prefetch bound.
-
-    The lease loop takes a slot per leased job; the print loop gives it back
-    when the job is finished (printed, failed, dropped or abandoned).
-    """
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.taken = 0
-        self._changed = asyncio.Condition()
-
-    @property
-    def free(self) -> int:
-        return max(0, self.size - self.taken)
-
-    async def wait_free(self) -> int:
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.free > 0)
-            return self.free
-
-    def take(self) -> None:
-        self.taken += 1
-
-    async def give_back(self) -> None:
-        self.taken -= 1
-        async with self._changed:
-            self._changed.notify_all()
 
 
 @dataclass

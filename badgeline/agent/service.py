@@ -45,8 +45,9 @@ from badgeline.agent.leasing import LeaseLoop
 from badgeline.agent.outbox import AckOutbox
 from badgeline.agent.prepare import BadgePreparer, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, link_for
-from badgeline.agent.printing import JobSlots, PrintLoop
+from badgeline.agent.printing import PrintLoop
 from badgeline.agent.retry import Backoff, sleep_unless_stopped
+from badgeline.agent.slots import JobSlots
 from badgeline.agent.status import LastProblem, StatusServer
 from badgeline.agent.testprint import DiagnosticPrinter
 from badgeline.coordinator.events import log_event
