@@ -37,8 +37,8 @@ class AttendeeQuery(BaseModel):
 def spill_peers(settings: CoordinatorSettings, printer_id: str) -> list[str] | str:
     """Where a job may go when its printer is dead or full: its pool peers when
     pools are configured, else any printer of the venue ('*'), or nowhere."""
-    if not settings.spill_named_targets:
-        return []
+    if not printer_id or not settings.spill_named_targets:
+        return []  # a routed job went to the least loaded printer already
     for members in settings.pools.values():
         if printer_id in members:
             return [p for p in members if p != printer_id]
@@ -49,12 +49,13 @@ def spill_peers(settings: CoordinatorSettings, printer_id: str) -> list[str] | s
 async def submit_job(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "kiosk", "operator")
     job = await read_model(request, PrintJob)
-    printer_id = await coordinator.router.printer_for(job.printer_target)
+    route = coordinator.router.route(job.printer_target)
     cid = correlation_id(request)
     outcome = await coordinator.store.accept(
-        job, printer_id=printer_id, correlation_id=cid, actor=identity.actor,
-        spill_to=spill_peers(coordinator.settings, printer_id),
+        job, route=route, correlation_id=cid, actor=identity.actor,
+        spill_to=spill_peers(coordinator.settings, route.printer_id),
     )  # fmt: skip
+    printer_id = outcome.printer_id
     trace: dict[str, Any] = {
         "job_id": outcome.job_id, "printer_id": outcome.printer_id,
         "idempotency_key": job.idempotency_key, "correlation_id": cid,

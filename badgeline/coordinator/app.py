@@ -60,7 +60,7 @@ def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Applica
         store=store,
         auth=TokenAuthority(settings.tokens),
         wakeups=WakeHub(redis, store.keys.wake_channel),
-        router=Router(redis, settings, store.scripts),
+        router=Router(settings),
         failover=FailoverController(store, settings),
     )
     app.router.add_get("/healthz", healthz)

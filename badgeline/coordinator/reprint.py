@@ -98,10 +98,10 @@ async def reprint(request: web.Request) -> web.Response:
         printer_target=body.printer_target or original.printer_target, priority=body.priority,
         idempotency_key=f"reprint:{original_id}:{n}",
     )  # fmt: skip
-    printer_id = await coordinator.router.printer_for(job.printer_target)
+    route = coordinator.router.route(job.printer_target)
     outcome = await store.accept(
-        job, printer_id=printer_id, correlation_id=cid, actor=identity.actor,
-        reprint_of=original_id, spill_to=spill_peers(coordinator.settings, printer_id),
+        job, route=route, correlation_id=cid, actor=identity.actor,
+        reprint_of=original_id, spill_to=spill_peers(coordinator.settings, route.printer_id),
     )  # fmt: skip
     if not outcome.duplicate:
         await _note_request(coordinator, outcome.job_id, requested_at, identity.actor,

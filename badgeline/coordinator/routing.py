@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import dataclass
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.redis_client import RedisClient
-from badgeline.coordinator.script_loader import LoadedScript
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import pool_of_target
 
@@ -17,36 +14,40 @@ from badgeline.protocol.ids import pool_of_target
 STALE_AFTER_INTERVALS = 3
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+@dataclass(frozen=True)
+class Route:
+    """Where a job goes: its named printer, or a choice among candidates that the
+    accept script makes in the same step as the enqueue (scripts/accept-7.lua)."""
+
+    printer_id: str  # '' when the script chooses
+    candidates: str = ""  # a JSON list or '*' (every printer of the venue); '' when named
+    label: str = ""  # the label a candidate must carry ('' for any)
+    stale_ms: int = 0  # heartbeat age past which a printer takes no new routed work
+    pool: str | None = None
+
+    def script_args(self) -> list[str | int]:
+        return [self.candidates, self.label, self.stale_ms]
 
 
 class Router:
-    def __init__(
-        self, redis: RedisClient, settings: CoordinatorSettings,
-        scripts: dict[str, LoadedScript],
-    ) -> None:  # fmt: skip
-        self.redis = redis
+    def __init__(self, settings: CoordinatorSettings) -> None:
         self.settings = settings
-        self.keys = VenueKeys(settings.venue)
-        self.scripts = scripts
 
-    async def printer_for(self, target: str) -> str:
+    def route(self, target: str) -> Route:
         pool = pool_of_target(target)
         if pool is None:
-            return target
+            return Route(printer_id=target)
         if pool in self.settings.pools:
             candidates, label = json.dumps(list(self.settings.pools[pool])), ""
         else:  # `default` (and `auto`) is every printer; another name is a label
             candidates, label = "*", ("" if pool == "default" else pool)
         stale_ms = int(STALE_AFTER_INTERVALS * self.settings.heartbeat_interval_s * 1000)
-        chosen = await self.scripts["route"](
-            [self.keys.printers], [self.keys.prefix, candidates, label, stale_ms]
-        )
-        if not chosen:
-            raise BadgelineError(
-                ErrorCode.NO_PRINTER_AVAILABLE,
-                f"no healthy printer in pool {pool!r} right now; retry or name a printer",
-                extra={"pool": pool},
-            )
-        return _text(chosen)
+        return Route("", candidates, label, stale_ms, pool)
+
+
+def no_printer_available(route: Route) -> BadgelineError:
+    return BadgelineError(
+        ErrorCode.NO_PRINTER_AVAILABLE,
+        f"no healthy printer in pool {route.pool!r} right now; retry or name a printer",
+        extra={"pool": route.pool},
+    )

@@ -17,6 +17,7 @@ from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.health import probe_verdict
 from badgeline.coordinator.keys import VenueKeys
 from badgeline.coordinator.redis_client import RedisClient
+from badgeline.coordinator.routing import Route, no_printer_available
 from badgeline.coordinator.script_loader import LoadedScript, load_scripts
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, JobView, PrintJob
@@ -126,27 +127,28 @@ class JobStore:
         self,
         job: PrintJob,
         *,
-        printer_id: str,
+        route: Route,
         correlation_id: str,
         actor: str,
         reprint_of: str | None = None,
         spill_to: list[str] | str = "*",
     ) -> AcceptOutcome:
+        """Dedupe, route (a pool or `auto` job), check backpressure and enqueue, atomically."""
         k = self.keys
         job_id = new_job_id()
         reply = await self._run(
             "accept",
             [
-                k.idempotency(job.idempotency_key), k.queue(printer_id), k.job(job_id),
-                k.history(job_id), k.sequence, k.attendee(job.attendee_id), k.dead_letters,
-                k.printers,
+                k.idempotency(job.idempotency_key), k.job(job_id), k.history(job_id),
+                k.sequence, k.attendee(job.attendee_id), k.dead_letters, k.printers,
             ],
             [
                 k.prefix, job_id, payload_hash(job), self.settings.dedupe_window_s,
                 self.settings.high_water_mark, job.priority, job.attendee_id, job.badge_pdf_ref,
-                job.printer_target, printer_id, job.idempotency_key, correlation_id, actor,
+                job.printer_target, route.printer_id, job.idempotency_key, correlation_id, actor,
                 reprint_of or "", k.wake_channel,
                 spill_to if isinstance(spill_to, str) else json.dumps(spill_to),
+                *route.script_args(),
             ],
         )  # fmt: skip
         code, found_id = int(reply[0]), _text(reply[1])
@@ -157,6 +159,8 @@ class JobStore:
                 "with a different payload; use a new key for a different badge",
                 extra={"job_id": found_id},
             )
+        if code == -3:
+            raise no_printer_available(route)
         return AcceptOutcome(
             job_id=found_id,
             state=JobState(_text(reply[2])),

@@ -45,6 +45,40 @@ end
 -- The least-loaded candidate that is healthy, not paused and below the
 -- high-water mark right now. Candidates come from the caller (pool membership
 -- is config), but health and depth are re-read here, inside the atomic script.
+-- The printer for a job whose target is a pool or `auto`: the least loaded of the
+-- healthy candidates with a fresh heartbeat, not paused, carrying `label` ('' for
+-- any). Load is the jobs waiting plus the one printing. Ties go round the
+-- candidates by `turn` (the acceptance sequence): with every queue empty, as
+-- when agents lease as fast as jobs come, a fixed order would favour one printer.
+-- Degraded printers keep their queue but take no new routed work.
+local function route_target(prefix, candidates, label, stale_ms, now, turn)
+  local count = #candidates
+  if count == 0 then return false end
+  table.sort(candidates)
+  local best, best_load = false, nil
+  for i = 0, count - 1 do
+    local printer_id = candidates[((turn + i) % count) + 1]
+    local f = redis.call('HMGET', printer_key(prefix, printer_id), 'state', 'last_heartbeat_ms',
+      'paused_until_ms', 'labels')
+    local fit = f[1] == 'healthy' and f[2]
+      and now - tonumber(f[2]) <= stale_ms and tonumber(f[3] or '0') <= now
+    if fit and label ~= '' then
+      fit = false
+      for _, carried in ipairs(cjson.decode(f[4] or '[]')) do
+        if carried == label then fit = true end
+      end
+    end
+    if fit then
+      local load = redis.call('ZCARD', queue_key(prefix, printer_id))
+        + redis.call('SCARD', printing_key(prefix, printer_id))
+      if best_load == nil or load < best_load then
+        best, best_load = printer_id, load
+      end
+    end
+  end
+  return best
+end
+
 local function pick_target(prefix, candidates, high_water, now, exclude)
   local best, best_depth = nil, nil
   for _, printer_id in ipairs(candidates) do

@@ -1,20 +1,29 @@
--- Accept a print job: dedupe gate, backpressure check and enqueue, atomically.
+-- Accept a print job: dedupe gate, routing, backpressure check and enqueue, atomically.
 --
--- KEYS[1] idempotency key     KEYS[2] printer queue     KEYS[3] job hash
--- KEYS[4] job history         KEYS[5] acceptance seq    KEYS[6] attendee index
--- KEYS[7] dead-letter zset    KEYS[8] printers set
+-- KEYS[1] idempotency key     KEYS[2] job hash          KEYS[3] job history
+-- KEYS[4] acceptance seq      KEYS[5] attendee index    KEYS[6] dead-letter zset
+-- KEYS[7] printers set
+-- (Queue keys are built from the prefix: a routed job's printer is chosen here.)
 -- ARGV[1] prefix  ARGV[2] job_id  ARGV[3] payload_hash  ARGV[4] dedupe_ttl_s
 -- ARGV[5] high_water  ARGV[6] priority  ARGV[7] attendee_id  ARGV[8] badge_pdf_ref
--- ARGV[9] printer_target  ARGV[10] printer_id  ARGV[11] idempotency_key
+-- ARGV[9] printer_target  ARGV[10] printer_id ('' for a routed job)  ARGV[11] idempotency_key
 -- ARGV[12] correlation_id  ARGV[13] actor  ARGV[14] reprint_of ('' for none)
 -- ARGV[15] wake channel
 -- ARGV[16] peers the job may spill to when its printer is dead or full: a JSON
---   list, '*' for every printer of the venue (KEYS[8]), or '[]' for none
+--   list, '*' for every printer of the venue (KEYS[7]), or '[]' for none
+--   (a routed job: '[]', it goes to the least loaded printer already)
+-- ARGV[17] routing candidates of a pool or `auto` job: a JSON list, or '*' for
+--   every printer of the venue; '' for a job naming its printer
+-- ARGV[18] label the candidates must carry ('' for none)
+-- ARGV[19] heartbeat age (ms) past which a printer takes no new routed work
 -- Returns {code, job_id, state, printer_id, position}
 --   code 1 accepted (state queued, or parked when its printer is dead and no
 --   peer can take it), 2 duplicate (same payload), 3 shed (backpressure),
---   -1 idempotency conflict (same key, other payload).
+--   -1 idempotency conflict (same key, other payload), -3 no fit printer for a
+--   routed job (nothing written).
 -- The job is counted into the reports (includes/tally.lua) in the same step.
+-- Routing here, not in a call before, means concurrent submits see each
+-- other's jobs: two calls let a burst of kiosks all pick the same printer.
 local prefix, job_id, payload_hash = ARGV[1], ARGV[2], ARGV[3]
 local printer_id = ARGV[10]
 
@@ -34,38 +43,46 @@ if claimed then
 end
 
 local now = now_ms()
-local seq = redis.call('INCR', KEYS[5])
+local seq = redis.call('INCR', KEYS[4])
+if ARGV[17] ~= '' then
+  local candidates
+  if ARGV[17] == '*' then candidates = redis.call('SMEMBERS', KEYS[7]) else candidates = cjson.decode(ARGV[17]) end
+  printer_id = route_target(prefix, candidates, ARGV[18], tonumber(ARGV[19]), now, seq)
+  if not printer_id then
+    return {-3, '', '', '', -1}
+  end
+end
 local priority = tonumber(ARGV[6])
 -- priority * 2^32 + seq: lower number first, FIFO within a priority; exact in a double.
 local score = priority * 4294967296 + seq
-redis.call('HSET', KEYS[3],
+redis.call('HSET', KEYS[2],
   'job_id', job_id, 'attendee_id', ARGV[7], 'badge_pdf_ref', ARGV[8],
   'printer_target', ARGV[9], 'printer_id', printer_id, 'priority', priority,
   'idempotency_key', ARGV[11], 'payload_hash', payload_hash, 'score', score, 'seq', seq,
   'attempts', 0, 'fence', 0, 'possible_duplicate', 0, 'reprint_of', ARGV[14],
   'correlation_id', ARGV[12], 'source', ARGV[13], 'created_ms', now)
-redis.call('SADD', KEYS[6], job_id)
-redis.call('SADD', KEYS[8], printer_id)
+redis.call('SADD', KEYS[5], job_id)
+redis.call('SADD', KEYS[7], printer_id)
 
 local high_water = tonumber(ARGV[5])
-local depth = redis.call('ZCARD', KEYS[2])
+local depth = redis.call('ZCARD', queue_key(prefix, printer_id))
 local target_dead = redis.call('HGET', printer_key(prefix, printer_id), 'state') == 'dead'
 local reason = 'accepted'
 if target_dead or depth >= high_water then
   local peers
-  if ARGV[16] == '*' then peers = redis.call('SMEMBERS', KEYS[8]) else peers = cjson.decode(ARGV[16]) end
+  if ARGV[16] == '*' then peers = redis.call('SMEMBERS', KEYS[7]) else peers = cjson.decode(ARGV[16]) end
   local peer = pick_target(prefix, peers, high_water, now, printer_id)
   if peer then
     reason = 'accepted; spilled from ' .. printer_id .. ' (dead or full) to ' .. peer
     printer_id, depth, target_dead = peer, redis.call('ZCARD', queue_key(prefix, peer)), false
-    redis.call('HSET', KEYS[3], 'printer_id', peer)
+    redis.call('HSET', KEYS[2], 'printer_id', peer)
   end
 end
 if depth >= high_water then
   -- Shed jobs do not claim the key: the kiosk's retry must be able to get in,
   -- and a later redrive goes through this same gate again.
-  redis.call('HSET', KEYS[3], 'dead_reason', 'backpressure', 'dead_ms', now)
-  redis.call('ZADD', KEYS[7], now, job_id)
+  redis.call('HSET', KEYS[2], 'dead_reason', 'backpressure', 'dead_ms', now)
+  redis.call('ZADD', KEYS[6], now, job_id)
   transition(prefix, job_id, false, 'dead_lettered', ARGV[13],
     'backpressure: queue ' .. printer_id .. ' at ' .. depth, now)
   tally(prefix, job_id)
