@@ -36,14 +36,8 @@ async def test_results_printed_while_the_coordinator_is_down_are_acked_when_it_r
     coordinator: LiveCoordinator, kiosk: Kiosk, emulator: PrinterEmulator,
     relay: ReplyHoldingRelay, run_agent: Any, badge_ref: str, tmp_path: Path,
 ) -> None:  # fmt: skip
-    # GIVEN an agent whose printer sits behind a relay; the printer is slow to answer
-    # status (a long timeout, and no routine probes that would also wait on the relay)
-    settings = agent_settings(
-        "printer-a", coordinator, emulator, tmp_path / "a",
-        printer={"kind": "emulator", "host": "127.0.0.1", "port": relay.port, "timeout_s": 10},
-        probe_interval_s=60,
-    )  # fmt: skip
-    agent = await run_agent(settings)
+    # GIVEN an agent whose printer sits behind a relay, slow to answer status
+    agent = await _agent_behind(relay, coordinator, emulator, run_agent, tmp_path)
     await wait_for(lambda: _ready(agent))
     relay.hold_replies()
     first = await kiosk.submit(badge_ref, "printer-a")
@@ -71,12 +65,7 @@ async def test_acks_go_out_as_soon_as_the_coordinator_answers_again_not_after_th
 ) -> None:  # fmt: skip
     # GIVEN an agent whose ack outbox backs off for at least 30 s after a failed ack
     # (its other loops keep the test settings' short back-off)
-    settings = agent_settings(
-        "printer-a", coordinator, emulator, tmp_path / "a",
-        printer={"kind": "emulator", "host": "127.0.0.1", "port": relay.port, "timeout_s": 10},
-        probe_interval_s=60,
-    )  # fmt: skip
-    agent = await run_agent(settings)
+    agent = await _agent_behind(relay, coordinator, emulator, run_agent, tmp_path)
     agent.outbox.backoff = Backoff(OUTBOX_BACKOFF_S, OUTBOX_BACKOFF_S)
     await wait_for(lambda: _ready(agent))
     relay.hold_replies()
@@ -98,12 +87,7 @@ async def test_a_start_grant_is_asked_again_as_soon_as_the_coordinator_answers(
     relay: ReplyHoldingRelay, run_agent: Any, badge_ref: str, tmp_path: Path,
 ) -> None:  # fmt: skip
     # GIVEN an agent whose start call backs off for at least 30 s after a failure
-    settings = agent_settings(
-        "printer-a", coordinator, emulator, tmp_path / "a",
-        printer={"kind": "emulator", "host": "127.0.0.1", "port": relay.port, "timeout_s": 10},
-        probe_interval_s=60,
-    )  # fmt: skip
-    agent = await run_agent(settings)
+    agent = await _agent_behind(relay, coordinator, emulator, run_agent, tmp_path)
     agent._print_loop.backoff = Backoff(OUTBOX_BACKOFF_S, OUTBOX_BACKOFF_S)
     await wait_for(lambda: _ready(agent))
     relay.hold_replies()
@@ -120,6 +104,19 @@ async def test_a_start_grant_is_asked_again_as_soon_as_the_coordinator_answers(
     await wait_for(lambda: _state_is(kiosk, second, "printed"), timeout_s=OUTBOX_BACKOFF_S / 4)
     await wait_for(lambda: _state_is(kiosk, first, "printed"))
     assert [badge.job_id for badge in emulator.printed] == [first, second]
+
+
+async def _agent_behind(
+    relay: ReplyHoldingRelay, coordinator: LiveCoordinator, emulator: PrinterEmulator,
+    run_agent: Any, tmp_path: Path,
+) -> Any:  # fmt: skip
+    """An agent whose printer sits behind `relay`, slow to answer status: a long
+    timeout, and no routine probes that would also wait on the relay."""
+    return await run_agent(agent_settings(
+        "printer-a", coordinator, emulator, tmp_path / "a",
+        printer={"kind": "emulator", "host": "127.0.0.1", "port": relay.port, "timeout_s": 10},
+        probe_interval_s=60,
+    ))  # fmt: skip
 
 
 async def _true(value: bool) -> bool:

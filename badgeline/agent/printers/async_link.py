@@ -12,6 +12,7 @@ talks to the printer meanwhile.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import partial
 from types import TracebackType
 
@@ -24,7 +25,7 @@ from badgeline.agent.printers.completion import (
     process_id_request,
 )
 from badgeline.agent.printers.errors import PrinterLinkError, StatusUnavailableError
-from badgeline.agent.printers.link import PrinterLink
+from badgeline.agent.printers.link import LinkIo, PrinterLink
 from badgeline.agent.printers.status import StatusQuery, probe_health
 from badgeline.protocol.models import PrinterHealthReport
 
@@ -71,17 +72,9 @@ class AsyncPrinterLink:
         the wait is bounded: ``within_s`` plus a backstop for a stuck driver.
         """
         exchange = partial(await_process_id, process_id=self._process_ids.next(), within_s=within_s)
-        backstop_s = within_s + self.probe_backstop_s
-        try:
-            async with asyncio.timeout(backstop_s):
-                return await asyncio.to_thread(self.link.converse, exchange)
-        except TimeoutError:
-            detail = f"waiting for the print completion did not finish within {backstop_s:.0f} s"
-            return Completion(Outcome.SILENT, detail)
-        except StatusUnavailableError as error:
-            return Completion(Outcome.UNSUPPORTED, str(error))
-        except PrinterLinkError as error:
-            return Completion(Outcome.LINK_LOST, str(error))
+        completion = await self._completion(exchange, within_s, "waiting for the print completion")
+        assert completion is not None  # a whole wait always ends with an outcome
+        return completion
 
     async def send_marked(self, data: bytes) -> bytes:
         """Write a badge followed by its own process ID request; returns the ID to wait for.
@@ -97,13 +90,18 @@ class AsyncPrinterLink:
         """One poll of the wait for `send_marked`'s answer (see `poll_process_id`);
         None: not yet. Never raises; the link is free again between polls."""
         exchange = partial(poll_process_id, process_id=process_id, pause_s=pause_s)
-        backstop_s = pause_s + self.probe_backstop_s
+        return await self._completion(exchange, pause_s, "a print completion poll")
+
+    async def _completion(
+        self, exchange: Callable[[LinkIo], Completion | None], wait_s: float, what: str
+    ) -> Completion | None:
+        """Run a completion exchange on the link's thread; link failures become outcomes."""
+        backstop_s = wait_s + self.probe_backstop_s
         try:
             async with asyncio.timeout(backstop_s):
                 return await asyncio.to_thread(self.link.converse, exchange)
         except TimeoutError:
-            detail = f"a print completion poll did not finish within {backstop_s:.0f} s"
-            return Completion(Outcome.SILENT, detail)
+            return Completion(Outcome.SILENT, f"{what} did not finish within {backstop_s:.0f} s")
         except StatusUnavailableError as error:
             return Completion(Outcome.UNSUPPORTED, str(error))
         except PrinterLinkError as error:
