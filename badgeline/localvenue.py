@@ -182,7 +182,10 @@ class LocalVenue:
             "coordinator_url": self.url,
             "token": slot.token,
             "state_dir": str(self.root / "agents" / slot.printer_id),
-            "status_port": slot.status_port,
+            # Any free port, picked by the agent as it binds: this venue never calls an
+            # agent's status endpoint, and a port chosen here could be taken by another
+            # process before the agent starts (a test failed with EADDRINUSE so).
+            "status_port": 0,
             "printer": {"kind": "emulator", "host": "127.0.0.1", "port": slot.port},
             "mdns": False,
         }
