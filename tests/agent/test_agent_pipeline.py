@@ -93,10 +93,10 @@ async def test_a_lost_process_id_request_does_not_put_the_badge_behind_in_doubt(
     # was doubted too and printed again.
     # GIVEN a slow printer, an agent pipelining two badges with a short timeout,
     # and a printer that will lose the first badge's process ID request
-    emulator = await start_emulator(ms_per_badge=1500, buffer_bytes=BIG_BUFFER)
+    emulator = await start_emulator(ms_per_badge=800, buffer_bytes=BIG_BUFFER)
     agent = await run_agent(agent_settings(
         "printer-a", coordinator, emulator, tmp_path / "a", print_confirmation="process_id",
-        print_pipeline_depth=2, print_confirm_timeout_s=4.0,
+        print_pipeline_depth=2, print_confirm_timeout_s=2.0,
     ))  # fmt: skip
     emulator.lose_process_ids = 1
     # WHEN two badges go out one behind the other
