@@ -56,6 +56,9 @@ class PrinterWatch:
         self._ready = asyncio.Event()
         self._probed = asyncio.Event()
         self._probe_requested = asyncio.Event()
+        # Times the printer was seen going from ready to not ready: a fault that may
+        # have cleared its receive buffer (the print loop compares these).
+        self.interruptions = 0
 
     @property
     def ready(self) -> bool:
@@ -70,6 +73,8 @@ class PrinterWatch:
             self._ready.set()
         else:
             self._ready.clear()
+            if was_ready:
+                self.interruptions += 1
         if was_ready != self.ready or previous.detail != report.detail:
             level = logging.INFO if self.ready else logging.WARNING
             log_event(

@@ -84,13 +84,15 @@ async def test_a_fault_with_two_badges_in_flight_leaves_both_uncertain_and_each_
     assert Counter(printed_job_ids(emulator)) == Counter(job_ids)
 
 
-async def test_a_lost_process_id_request_does_not_put_the_badge_behind_in_doubt(
+async def test_an_unanswered_badge_puts_the_answered_one_behind_it_in_doubt_too(
     coordinator: LiveCoordinator, kiosk: Kiosk, start_emulator: Any, run_agent: Any,
     badge_ref: str, tmp_path: Path,
 ) -> None:  # fmt: skip
-    # Found by bench/chaos.py: a badge's GS ( H request lost while the printer blinked
-    # offline left it unconfirmed, and the badge behind it, printed and answered,
-    # was doubted too and printed again.
+    # A request can go unanswered because a fault too short for the agent to see
+    # cleared the printer's buffer, spoiling the start of the badge behind while that
+    # badge's own request, arriving after, is still answered (tests/chaos/
+    # test_known_losses.py lost a badge so when the answer was trusted). Unless the
+    # agent saw a fault between the two sends, both are in doubt.
     # GIVEN a slow printer, an agent pipelining two badges with a short timeout,
     # and a printer that will lose the first badge's process ID request
     emulator = await start_emulator(ms_per_badge=800, buffer_bytes=BIG_BUFFER)
@@ -99,14 +101,12 @@ async def test_a_lost_process_id_request_does_not_put_the_badge_behind_in_doubt(
         print_pipeline_depth=2, print_confirm_timeout_s=2.0,
     ))  # fmt: skip
     emulator.lose_process_ids = 1
-    # WHEN two badges go out one behind the other
+    # WHEN two badges go out one behind the other, and only the second is answered
     unanswered = await kiosk.submit(badge_ref, "printer-a")
     answered = await kiosk.submit(badge_ref, "printer-a")
     await emulator.wait_until(one_printing_one_waiting, timeout=10)
-    # THEN the unanswered one is uncertain, the answered one printed and acked as such
-    await wait_for(lambda: first_lease_uncertain(agent, unanswered), timeout_s=15)
-    await wait_for(lambda: all_in_state(kiosk, [answered], "printed"), timeout_s=15)
-    assert (await agent.journal.history(answered))[0].outcome is AckResult.PRINTED
-    # AND only the doubted one is printed again (the coordinator's reprint)
-    await wait_for(lambda: all_in_state(kiosk, [unanswered], "printed"), timeout_s=20)
-    assert Counter(printed_job_ids(emulator)) == Counter([unanswered, unanswered, answered])
+    # THEN both are uncertain (nothing is ever lost), and the coordinator reprints both
+    for job_id in (unanswered, answered):
+        await wait_for(lambda job_id=job_id: first_lease_uncertain(agent, job_id), timeout_s=15)
+    await wait_for(lambda: all_in_state(kiosk, [unanswered, answered], "printed"), timeout_s=20)
+    assert Counter(printed_job_ids(emulator)) == Counter([unanswered, answered] * 2)
