@@ -63,11 +63,7 @@ async def test_a_fault_with_two_badges_in_flight_leaves_both_uncertain_and_each_
     badge_ref: str, tmp_path: Path,
 ) -> None:  # fmt: skip
     # GIVEN a slow printer known to confirm by GS ( H, with an agent pipelining two badges
-    emulator = await start_emulator(ms_per_badge=3000, buffer_bytes=BIG_BUFFER)
-    agent = await run_agent(agent_settings(
-        "printer-a", coordinator, emulator, tmp_path / "a",
-        print_confirmation="process_id", print_pipeline_depth=2,
-    ))  # fmt: skip
+    emulator, agent = await _pipelining(coordinator, start_emulator, run_agent, tmp_path, 3000)
     job_ids = [await kiosk.submit(badge_ref, "printer-a") for _ in range(2)]
     await emulator.wait_until(one_printing_one_waiting, timeout=10)
     # WHEN the paper runs out: the printer clears its buffer, both badges with it
@@ -95,11 +91,9 @@ async def test_an_unanswered_badge_puts_the_answered_one_behind_it_in_doubt_too(
     # agent saw a fault between the two sends, both are in doubt.
     # GIVEN a slow printer, an agent pipelining two badges with a short timeout,
     # and a printer that will lose the first badge's process ID request
-    emulator = await start_emulator(ms_per_badge=800, buffer_bytes=BIG_BUFFER)
-    agent = await run_agent(agent_settings(
-        "printer-a", coordinator, emulator, tmp_path / "a", print_confirmation="process_id",
-        print_pipeline_depth=2, print_confirm_timeout_s=2.0,
-    ))  # fmt: skip
+    emulator, agent = await _pipelining(
+        coordinator, start_emulator, run_agent, tmp_path, 800, print_confirm_timeout_s=2.0
+    )
     emulator.lose_process_ids = 1
     # WHEN two badges go out one behind the other, and only the second is answered
     unanswered = await kiosk.submit(badge_ref, "printer-a")
@@ -110,3 +104,16 @@ async def test_an_unanswered_badge_puts_the_answered_one_behind_it_in_doubt_too(
         await wait_for(lambda job_id=job_id: first_lease_uncertain(agent, job_id), timeout_s=15)
     await wait_for(lambda: all_in_state(kiosk, [unanswered, answered], "printed"), timeout_s=20)
     assert Counter(printed_job_ids(emulator)) == Counter([unanswered, answered] * 2)
+
+
+async def _pipelining(
+    coordinator: LiveCoordinator, start_emulator: Any, run_agent: Any, tmp_path: Path,
+    ms_per_badge: int, **settings: Any,
+) -> tuple[PrinterEmulator, Agent]:  # fmt: skip
+    """A slow printer, and an agent that confirms by GS ( H, pipelining two badges."""
+    emulator = await start_emulator(ms_per_badge=ms_per_badge, buffer_bytes=BIG_BUFFER)
+    agent = await run_agent(agent_settings(
+        "printer-a", coordinator, emulator, tmp_path / "a", print_confirmation="process_id",
+        print_pipeline_depth=2, **settings,
+    ))  # fmt: skip
+    return emulator, agent

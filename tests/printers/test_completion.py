@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 
@@ -115,8 +116,11 @@ async def test_the_fake_usb_printer_answers_gs_h_through_pyusb(
     # GIVEN the fake USB printer behind python-escpos and pyusb
     link = AsyncPrinterLink(UsbLink(EPSON, backend=fake_usb))
     # WHEN the agent prints a badge and waits for it
-    await link.write(BADGE)
-    completion = await link.await_printed(within_s=2.0)
+    process_id = await link.send_marked(BADGE)
+    completion = None
+    async with asyncio.timeout(5):
+        while completion is None:
+            completion = await link.poll_printed(process_id, pause_s=0.05)
     # THEN the badge was confirmed by the printer's response to the agent's request
     assert completion.outcome is Outcome.PRINTED
     assert len(fake_usb.responder.process_ids) == 1

@@ -20,7 +20,6 @@ from badgeline.agent.printers.completion import (
     Completion,
     Outcome,
     ProcessIds,
-    await_process_id,
     poll_process_id,
     process_id_request,
 )
@@ -64,17 +63,6 @@ class AsyncPrinterLink:
                 detail=f"status probe of {self.link.description} did not finish "
                 f"within {self.probe_backstop_s:.0f} s",
             )
-
-    async def await_printed(self, within_s: float) -> Completion:
-        """Wait until everything written so far is on paper (GS ( H); never raises.
-
-        The link stays locked meanwhile (a probe waits, see ``completion``), so
-        the wait is bounded: ``within_s`` plus a backstop for a stuck driver.
-        """
-        exchange = partial(await_process_id, process_id=self._process_ids.next(), within_s=within_s)
-        completion = await self._completion(exchange, within_s, "waiting for the print completion")
-        assert completion is not None  # a whole wait always ends with an outcome
-        return completion
 
     async def send_marked(self, data: bytes) -> bytes:
         """Write a badge followed by its own process ID request; returns the ID to wait for.
