@@ -19,7 +19,7 @@ from badgeline.agent.journal import Journal, JournalError
 from badgeline.agent.printers import AsyncPrinterLink
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
 from badgeline.coordinator.events import log_event
-from badgeline.protocol.models import HeartbeatRequest, PrinterHealthReport
+from badgeline.protocol.agent_models import HeartbeatRequest, PrinterHealthReport
 from badgeline.protocol.states import PaperLevel
 
 NOT_PROBED_YET = PrinterHealthReport(reachable=False, detail="not probed yet")

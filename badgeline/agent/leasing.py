@@ -29,7 +29,7 @@ from badgeline.agent.prepare import BadgePreparer, BadgeUnprintable, JobTicket, 
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
 from badgeline.agent.slots import JobSlots
 from badgeline.coordinator.events import log_event
-from badgeline.protocol.models import LeasedJob
+from badgeline.protocol.agent_models import LeasedJob
 
 # An empty answer quicker than this is not a long-poll (the coordinator caps the
 # wait at 0, or this agent asked for none): pause this long so it is no tight loop.

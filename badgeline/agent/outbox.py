@@ -19,7 +19,7 @@ from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, Coord
 from badgeline.agent.journal import Journal, LocalJobState, PendingAck
 from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog
 from badgeline.coordinator.events import log_event
-from badgeline.protocol.models import MAX_ERROR_TEXT, AckRequest
+from badgeline.protocol.agent_models import MAX_ERROR_TEXT, AckRequest
 
 BATCH = 32
 # The outbox also looks on its own this often, in case a wake-up was missed.

@@ -54,7 +54,7 @@ from badgeline.agent.printers.completion import (
 from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog, unless_stopped
 from badgeline.agent.slots import JobSlots
 from badgeline.coordinator.events import log_event
-from badgeline.protocol.models import AckRequest, StartResponse
+from badgeline.protocol.agent_models import AckRequest, StartResponse
 from badgeline.protocol.states import AckResult
 
 # While a pipelined printer has room for another badge and one is being granted, the

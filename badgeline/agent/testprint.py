@@ -18,7 +18,7 @@ from badgeline import __version__
 from badgeline.agent.health import PrinterWatch, can_print
 from badgeline.agent.printers import AsyncPrinterLink, PrinterLinkError
 from badgeline.coordinator.events import log_event
-from badgeline.protocol.models import PrinterHealthReport
+from badgeline.protocol.agent_models import PrinterHealthReport
 
 if TYPE_CHECKING:
     from PIL import Image

@@ -1,42 +1,7 @@
-"""The wire contract that the coordinator, the agents and kiosks share."""
+"""The wire contract that the coordinator, the agents and kiosks share.
 
-from badgeline.protocol.errors import ErrorCode
-from badgeline.protocol.ids import PRINTER_ID_PATTERN, PRINTER_TARGET_PATTERN, is_printer_id
-from badgeline.protocol.models import (
-    AckRequest,
-    AckResponse,
-    ErrorBody,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JobView,
-    LeaseResponse,
-    PrinterHealthReport,
-    PrintJob,
-    StartRequest,
-    StartResponse,
-    SubmitAccepted,
-)
-from badgeline.protocol.states import AckResult, JobState, PaperLevel, PrinterState
-
-__all__ = [
-    "PRINTER_ID_PATTERN",
-    "PRINTER_TARGET_PATTERN",
-    "AckRequest",
-    "AckResponse",
-    "AckResult",
-    "ErrorBody",
-    "ErrorCode",
-    "HeartbeatRequest",
-    "HeartbeatResponse",
-    "JobState",
-    "JobView",
-    "LeaseResponse",
-    "PaperLevel",
-    "PrintJob",
-    "PrinterHealthReport",
-    "PrinterState",
-    "StartRequest",
-    "StartResponse",
-    "SubmitAccepted",
-    "is_printer_id",
-]
+Import from the submodules: `models` (every JSON body), `agent_models` (the
+agent API's bodies alone, which is all an agent loads), `errors`, `ids`,
+`states`. Nothing is imported here, so that an agent importing one of them
+does not build every model.
+"""

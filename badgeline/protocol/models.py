@@ -1,16 +1,32 @@
 """Wire models: the JSON bodies kiosks, agents and operators exchange.
 
 Inbound models are strict (no type coercion, unknown fields rejected) because a
-malformed job must fail at acceptance, not at the thermal head.
+malformed job must fail at acceptance, not at the thermal head. The agent API's
+models live in agent_models (the agent imports only those) and are re-exported
+here, so this module is the whole contract.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from badgeline.protocol.agent_models import (
+    MAX_ERROR_TEXT,
+    AckRequest,
+    AckResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    LeasedJob,
+    LeaseResponse,
+    PrinterHealthReport,
+    ResponseModel,
+    StartRequest,
+    StartResponse,
+    StrictModel,
+)
 from badgeline.protocol.ids import (
     ATTENDEE_ID_PATTERN,
     IDEMPOTENCY_KEY_PATTERN,
@@ -18,21 +34,12 @@ from badgeline.protocol.ids import (
     PRINTER_ID_PATTERN,
     PRINTER_TARGET_PATTERN,
 )
-from badgeline.protocol.states import AckResult, JobState, PaperLevel, PrinterState
+from badgeline.protocol.states import JobState
 
 PDF_REF_SCHEMES = ("https", "http", "file", "artifact")
-MAX_ERROR_TEXT = 500
 
 PrinterId = Annotated[str, Field(pattern=PRINTER_ID_PATTERN)]
 JobId = Annotated[str, Field(pattern=JOB_ID_PATTERN)]
-
-
-class StrictModel(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", str_strip_whitespace=True)
-
-
-class ResponseModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 # --------------------------------------------------------------------------- kiosk
@@ -124,68 +131,6 @@ class CancelResult(ResponseModel):
     state: JobState
 
 
-# --------------------------------------------------------------------------- agent
-
-
-class PrinterHealthReport(StrictModel):
-    """What the agent's status probe saw at its printer."""
-
-    reachable: bool
-    jammed: bool = False
-    cover_open: bool = False
-    paper: PaperLevel = PaperLevel.OK
-    ribbon_pct: int | None = Field(default=None, ge=0, le=100)
-    detail: str | None = Field(default=None, max_length=200)
-
-
-class HeartbeatRequest(StrictModel):
-    agent_id: str = Field(min_length=1, max_length=64)
-    version: str = Field(min_length=1, max_length=32)
-    health: PrinterHealthReport
-    journal: dict[str, int] = Field(default_factory=dict, max_length=32)
-    labels: list[str] = Field(default_factory=list, max_length=16)
-
-
-class HeartbeatResponse(ResponseModel):
-    state: PrinterState
-    paused: bool
-    heartbeat_interval_s: float
-
-
-class LeasedJob(ResponseModel):
-    job_id: str
-    lease_id: str
-    lease_ttl_s: float
-    job: dict[str, Any] = Field(description="the PrintJob fields, plus attempts")
-
-
-class LeaseResponse(ResponseModel):
-    jobs: list[LeasedJob]
-
-
-class StartRequest(StrictModel):
-    lease_id: str = Field(min_length=1, max_length=80)
-
-
-class StartResponse(ResponseModel):
-    granted: bool
-    fence: int | None = Field(default=None, description="grows with every grant of this job")
-    reason: str | None = None
-
-
-class AckRequest(StrictModel):
-    lease_id: str = Field(min_length=1, max_length=80)
-    result: AckResult
-    error: str | None = Field(default=None, max_length=MAX_ERROR_TEXT)
-    fence: int | None = Field(default=None, ge=0)
-
-
-class AckResponse(ResponseModel):
-    job_id: str
-    state: JobState
-    recorded: bool = Field(description="false when this exact ack was already recorded")
-
-
 # --------------------------------------------------------------------------- ops
 
 
@@ -229,3 +174,38 @@ class ErrorDetail(ResponseModel):
 
 class ErrorBody(ResponseModel):
     error: ErrorDetail
+
+
+# Everything, the agent API's models included: this module is the whole contract.
+__all__ = [
+    "MAX_ERROR_TEXT",
+    "PDF_REF_SCHEMES",
+    "AckRequest",
+    "AckResponse",
+    "CancelResult",
+    "DeadLetter",
+    "DeadLetterList",
+    "ErrorBody",
+    "ErrorDetail",
+    "ErrorField",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
+    "HistoryEntry",
+    "JobId",
+    "JobList",
+    "JobView",
+    "LeaseResponse",
+    "LeasedJob",
+    "PrintJob",
+    "PrinterHealthReport",
+    "PrinterId",
+    "RedriveOutcome",
+    "RedriveRequest",
+    "RedriveResponse",
+    "ResponseModel",
+    "StartRequest",
+    "StartResponse",
+    "StrictModel",
+    "SubmitAccepted",
+    "SubmitShed",
+]

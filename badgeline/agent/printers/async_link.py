@@ -26,7 +26,7 @@ from badgeline.agent.printers.completion import (
 from badgeline.agent.printers.errors import PrinterLinkError, StatusUnavailableError
 from badgeline.agent.printers.link import LinkIo, PrinterLink
 from badgeline.agent.printers.status import StatusQuery, probe_health
-from badgeline.protocol.models import PrinterHealthReport
+from badgeline.protocol.agent_models import PrinterHealthReport
 
 # Worst case of one probe: open, then per query a drain, a send and a reply wait.
 _PROBE_STEPS = 1 + 3 * len(StatusQuery)

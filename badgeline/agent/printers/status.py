@@ -51,7 +51,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from badgeline.agent.printers.errors import PrinterLinkError, StatusUnavailableError
-from badgeline.protocol.models import PrinterHealthReport
+from badgeline.protocol.agent_models import PrinterHealthReport
 from badgeline.protocol.states import PaperLevel
 
 if TYPE_CHECKING:  # link.py needs this module's status bytes (replies.py): no cycle at run time

@@ -1,0 +1,83 @@
+"""Wire models of the agent API: heartbeat, lease, start, ack.
+
+Apart from the kiosk and operator models (badgeline.protocol.models, which
+re-exports these) because the agent imports only these: every pydantic model
+built costs memory, and a Pi agent's budget is 45 MB (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from badgeline.protocol.states import AckResult, JobState, PaperLevel, PrinterState
+
+MAX_ERROR_TEXT = 500
+
+
+class StrictModel(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", str_strip_whitespace=True)
+
+
+class ResponseModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PrinterHealthReport(StrictModel):
+    """What the agent's status probe saw at its printer."""
+
+    reachable: bool
+    jammed: bool = False
+    cover_open: bool = False
+    paper: PaperLevel = PaperLevel.OK
+    ribbon_pct: int | None = Field(default=None, ge=0, le=100)
+    detail: str | None = Field(default=None, max_length=200)
+
+
+class HeartbeatRequest(StrictModel):
+    agent_id: str = Field(min_length=1, max_length=64)
+    version: str = Field(min_length=1, max_length=32)
+    health: PrinterHealthReport
+    journal: dict[str, int] = Field(default_factory=dict, max_length=32)
+    labels: list[str] = Field(default_factory=list, max_length=16)
+
+
+class HeartbeatResponse(ResponseModel):
+    state: PrinterState
+    paused: bool
+    heartbeat_interval_s: float
+
+
+class LeasedJob(ResponseModel):
+    job_id: str
+    lease_id: str
+    lease_ttl_s: float
+    job: dict[str, Any] = Field(description="the PrintJob fields, plus attempts")
+
+
+class LeaseResponse(ResponseModel):
+    jobs: list[LeasedJob]
+
+
+class StartRequest(StrictModel):
+    lease_id: str = Field(min_length=1, max_length=80)
+
+
+class StartResponse(ResponseModel):
+    granted: bool
+    fence: int | None = Field(default=None, description="grows with every grant of this job")
+    reason: str | None = None
+
+
+class AckRequest(StrictModel):
+    lease_id: str = Field(min_length=1, max_length=80)
+    result: AckResult
+    error: str | None = Field(default=None, max_length=MAX_ERROR_TEXT)
+    fence: int | None = Field(default=None, ge=0)
+
+
+class AckResponse(ResponseModel):
+    job_id: str
+    state: JobState
+    recorded: bool = Field(description="false when this exact ack was already recorded")
