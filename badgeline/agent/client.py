@@ -29,10 +29,10 @@ from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-import aiohttp
 from pydantic import BaseModel, ValidationError
 
-from badgeline.protocol.models import (
+from badgeline.agent.http_client import HttpClient, HttpFailure
+from badgeline.protocol.agent_models import (
     AckRequest,
     AckResponse,
     HeartbeatRequest,
@@ -69,7 +69,7 @@ class CoordinatorRejected(Exception):
 
 
 class CoordinatorClient:
-    """One aiohttp session to the coordinator for one printer's agent.
+    """The agent API over one kept-alive HTTP client for one printer's agent.
 
     Use `async with CoordinatorClient(...)`, or `await open()` / `await close()`.
     """
@@ -91,7 +91,7 @@ class CoordinatorClient:
         self.token = token
         self.connect_timeout_s = connect_timeout_s
         self.request_timeout_s = request_timeout_s
-        self._session: aiohttp.ClientSession | None = None
+        self._http: HttpClient | None = None
         # Set (and replaced) on every move: requests still talking to the old
         # address give up at once instead of waiting out a long-poll.
         self._moved = asyncio.Event()
@@ -122,17 +122,18 @@ class CoordinatorClient:
     # ------------------------------------------------------------ lifecycle
 
     async def open(self) -> None:
-        if self._session is None:
-            # One connector for every call and badge fetch: the CA bundle applies to all.
-            connector = aiohttp.TCPConnector(ssl=self.ssl_context or True)
-            self._session = aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout(self.request_timeout_s)
+        if self._http is None:
+            # One client for every call and badge fetch: the CA bundle applies to all.
+            # A short connect timeout: an unreachable coordinator must show up in
+            # seconds, while a long-poll may legitimately keep the socket quiet.
+            self._http = HttpClient(
+                ssl_context=self.ssl_context, connect_timeout_s=self.connect_timeout_s
             )
 
     async def close(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        http, self._http = self._http, None
+        if http is not None:
+            await http.close()
 
     async def __aenter__(self) -> CoordinatorClient:
         await self.open()
@@ -152,11 +153,11 @@ class CoordinatorClient:
         return {"Authorization": f"Bearer {self.token}"}
 
     @property
-    def session(self) -> aiohttp.ClientSession:
-        """The shared connection pool; the badge fetcher uses it too."""
-        if self._session is None:
+    def http(self) -> HttpClient:
+        """The shared connections; the badge fetcher uses them too."""
+        if self._http is None:
             raise RuntimeError("the coordinator client is not open")
-        return self._session
+        return self._http
 
     # ------------------------------------------------------------ the agent API
 
@@ -168,7 +169,7 @@ class CoordinatorClient:
         """Long-poll for up to `max_jobs` jobs; returns [] when `wait_s` passes without one."""
         path = self._agent_path("lease") + f"?wait={wait_s:g}&max={max_jobs}"
         data = await self._post(
-            path, None, timeout=self._timeout(wait_s + self.request_timeout_s + LEASE_SLACK_S)
+            path, None, timeout_s=wait_s + self.request_timeout_s + LEASE_SLACK_S
         )
         jobs = data.get("jobs") if isinstance(data, dict) else None
         if not isinstance(jobs, list):
@@ -200,20 +201,13 @@ class CoordinatorClient:
         quoted = "/".join(quote(part, safe="") for part in (self.printer_id, *parts))
         return f"/v1/agents/{quoted}"
 
-    def _timeout(self, total_s: float) -> aiohttp.ClientTimeout:
-        # A short connect timeout: an unreachable coordinator must show up in
-        # seconds, while a long-poll may legitimately keep the socket quiet.
-        return aiohttp.ClientTimeout(
-            total=total_s, connect=self.connect_timeout_s, sock_connect=self.connect_timeout_s
-        )
-
     async def _post(
         self,
         path: str,
         body: BaseModel | None,
         correlation_id: str | None = None,
         *,
-        timeout: aiohttp.ClientTimeout | None = None,
+        timeout_s: float | None = None,
     ) -> Any:
         base_url = self.base_url
         if base_url is None:
@@ -222,7 +216,10 @@ class CoordinatorClient:
         if correlation_id:
             headers[CORRELATION_HEADER] = correlation_id
         payload = body.model_dump_json(exclude_none=True) if body is not None else "{}"
-        request = asyncio.ensure_future(self._send(base_url + path, payload, headers, timeout))
+        request = asyncio.ensure_future(
+            self.http.request("POST", base_url + path, headers=headers, body=payload.encode(),
+                              timeout_s=timeout_s or self.request_timeout_s)
+        )  # fmt: skip
         moved = asyncio.ensure_future(self._moved.wait())
         try:
             await asyncio.wait({request, moved}, return_when=asyncio.FIRST_COMPLETED)
@@ -234,26 +231,14 @@ class CoordinatorClient:
         if request.cancelled():
             raise self._unavailable(f"the coordinator moved from {base_url} to {self.base_url}")
         try:
-            status, text = request.result()
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            response = request.result()
+        except (HttpFailure, TimeoutError, OSError) as error:
             raise self._unavailable(_describe(error)) from error
         self.reachable, self.last_answer_at = True, time.time()
-        data = _interpret(status, text)
+        data = _interpret(response.status, response.text())
         for listener in self._success_listeners:
             listener()
         return data
-
-    async def _send(
-        self,
-        url: str,
-        payload: str,
-        headers: dict[str, str],
-        timeout: aiohttp.ClientTimeout | None,
-    ) -> tuple[int, str]:
-        async with self.session.post(
-            url, data=payload, headers=headers, timeout=timeout
-        ) as response:
-            return response.status, await response.text()
 
     def _unavailable(self, problem: str) -> CoordinatorUnavailable:
         self.reachable, self.last_problem = False, problem

@@ -323,7 +323,7 @@ class AgentSettings(BaseModel):
         over the same connection pool.
         """
         if self.coordinator_ca_file is None:
-            return None  # aiohttp's default: verify against the system trust store
+            return None  # verify against the system trust store
         context = ssl.create_default_context()
         context.load_verify_locations(cafile=str(self.coordinator_ca_file))
         return context

@@ -37,9 +37,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from badgeline.agent.config import AgentSettings
+from badgeline.agent.http_client import HttpClient, HttpFailure
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped
 from badgeline.coordinator.events import log_event
 from badgeline.discovery import CoordinatorNotFound, find_coordinator
@@ -166,15 +165,14 @@ async def obtain_token(settings: AgentSettings, stopping: asyncio.Event) -> str 
 async def _enrol(settings: AgentSettings, stopping: asyncio.Event) -> str | None:
     backoff = Backoff(settings.retry_initial_s, settings.retry_max_s)
     outage = OutageLog("enrolment", printer_id=settings.printer_id)
-    timeout = aiohttp.ClientTimeout(
-        total=settings.request_timeout_s, sock_connect=settings.connect_timeout_s
-    )
-    connector = aiohttp.TCPConnector(ssl=settings.client_ssl() or True)
-    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+    context = settings.client_ssl()
+    async with HttpClient(
+        ssl_context=context, connect_timeout_s=settings.connect_timeout_s
+    ) as http:
         while not stopping.is_set():
             try:
                 base_url = await _coordinator_url(settings)
-                token = await _exchange(session, base_url, settings)
+                token = await _exchange(http, base_url, settings)
             except _NoAnswer as problem:
                 outage.failed(str(problem))
                 if not await sleep_unless_stopped(backoff.next_delay(), stopping):
@@ -203,7 +201,7 @@ async def _coordinator_url(settings: AgentSettings) -> str:
     return location.base_url
 
 
-async def _exchange(session: aiohttp.ClientSession, base_url: str, settings: AgentSettings) -> str:
+async def _exchange(http: HttpClient, base_url: str, settings: AgentSettings) -> str:
     assert settings.enrolment_code is not None
     body = {
         "code": settings.enrolment_code.get_secret_value(),
@@ -211,9 +209,12 @@ async def _exchange(session: aiohttp.ClientSession, base_url: str, settings: Age
         "agent_id": settings.agent_id,
     }
     try:
-        async with session.post(base_url + ENROL_PATH, json=body) as response:
-            status, text = response.status, await response.text()
-    except (aiohttp.ClientError, TimeoutError, OSError) as error:
+        response = await http.request(
+            "POST", base_url + ENROL_PATH, headers={"Content-Type": "application/json"},
+            body=json.dumps(body).encode(), timeout_s=settings.request_timeout_s,
+        )  # fmt: skip
+        status, text = response.status, response.text()
+    except (HttpFailure, TimeoutError, OSError) as error:
         raise _NoAnswer(f"{type(error).__name__}: {error}") from error
     try:
         data = json.loads(text) if text else None

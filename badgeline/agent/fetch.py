@@ -17,12 +17,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import aiohttp
-
+from badgeline.agent.http_client import BodyTooLarge, HttpClient, HttpFailure, HttpResponse
 from badgeline.agent.retry import Backoff
 
 ARTIFACT_NAME = re.compile(r"^([0-9a-f]{64})\.pdf$")
-READ_CHUNK = 64 * 1024
 # A passing network fault gets this many tries before the job is failed.
 TRANSIENT_ATTEMPTS = 3
 
@@ -50,7 +48,7 @@ class BadgeFetcher:
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        http: HttpClient,
         *,
         coordinator_url: str | None,
         artifact_headers: dict[str, str],
@@ -58,7 +56,7 @@ class BadgeFetcher:
         timeout_s: float = 15.0,
         retry_initial_s: float = 0.5,
     ) -> None:
-        self.session = session
+        self.http = http
         self.coordinator_url = coordinator_url.rstrip("/") if coordinator_url else None
         self.artifact_headers = dict(artifact_headers)
         self.max_bytes = max_bytes
@@ -118,28 +116,21 @@ class BadgeFetcher:
 
     async def _download(self, url: str, *, authorised: bool) -> bytes:
         headers = self.artifact_headers if authorised else None
-        timeout = aiohttp.ClientTimeout(total=self.timeout_s, sock_connect=self.timeout_s)
         try:
-            async with self.session.get(url, headers=headers, timeout=timeout) as response:
-                if response.status != 200:
-                    await self._refuse_status(url, response)
-                if (response.content_length or 0) > self.max_bytes:
-                    self._check_size(url, response.content_length or 0)
-                return await self._read_limited(url, response)
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            # The limit holds while the bytes stream in: a larger body is never read whole.
+            response = await self.http.request(
+                "GET", url, headers=headers, timeout_s=self.timeout_s, max_body=self.max_bytes
+            )
+        except BodyTooLarge:
+            raise self._too_large(url) from None
+        except (HttpFailure, TimeoutError, OSError) as error:
             raise _TransientFetchError(f"{url}: {_describe(error)}") from error
+        if response.status != 200:
+            self._refuse_status(url, response)
+        return response.body
 
-    async def _read_limited(self, url: str, response: aiohttp.ClientResponse) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.content.iter_chunked(READ_CHUNK):
-            size += len(chunk)
-            self._check_size(url, size)
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    async def _refuse_status(self, url: str, response: aiohttp.ClientResponse) -> None:
-        detail = await _error_message(response)
+    def _refuse_status(self, url: str, response: HttpResponse) -> None:
+        detail = _error_message(response)
         if response.status >= 500 or response.status == 429:
             raise _TransientFetchError(f"{url}: HTTP {response.status} {detail}".rstrip())
         what = "not found" if response.status == 404 else "refused"
@@ -160,14 +151,17 @@ class BadgeFetcher:
 
     def _check_size(self, ref: str, size: int) -> None:
         if size > self.max_bytes:
-            raise FetchRefused(f"{ref}: larger than the {self.max_bytes}-byte limit for a badge")
+            raise self._too_large(ref)
+
+    def _too_large(self, ref: str) -> FetchRefused:
+        return FetchRefused(f"{ref}: larger than the {self.max_bytes}-byte limit for a badge")
 
 
-async def _error_message(response: aiohttp.ClientResponse) -> str:
+def _error_message(response: HttpResponse) -> str:
     """The coordinator's error message, if the body is its error shape; else nothing."""
     try:
-        body = await response.json(content_type=None)
-    except (ValueError, aiohttp.ClientError):
+        body = response.json()
+    except ValueError:
         return ""
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):

@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from aiohttp.web_response import Response
-
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
 
@@ -68,11 +66,12 @@ class _StatusCollector:
                     0.0 if s["journal_error"] else 1.0)  # fmt: skip
 
 
-def render(status: dict[str, Any], accept: str) -> Response:
+def render(status: dict[str, Any], accept: str) -> tuple[bytes, str]:
+    """The exposition for `status` and its content type, as the scraper's Accept asks."""
     from prometheus_client import CollectorRegistry
     from prometheus_client.exposition import choose_encoder
 
     registry = CollectorRegistry()
     registry.register(_StatusCollector(status))
     encode, content_type = choose_encoder(accept)
-    return Response(body=encode(registry), headers={"Content-Type": content_type})
+    return encode(registry), content_type

@@ -238,7 +238,7 @@ class Agent:
             printer_id=settings.printer_id, width_dots=settings.effective_width_dots,
         )  # fmt: skip
         self._fetcher = fetcher = BadgeFetcher(
-            self._client.session,
+            self._client.http,
             coordinator_url=settings.coordinator_url,
             artifact_headers=self._client.auth_headers,
             max_bytes=settings.max_pdf_bytes,

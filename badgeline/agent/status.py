@@ -14,30 +14,22 @@ address the endpoint listens on: it spends paper at the desk.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-# aiohttp's low-level server, not aiohttp.web: four fixed routes need no
-# Application or router, and aiohttp.web's imports cost the agent 1.3 MB of
-# idle RSS (docs/benchmarks.md, "agent idle memory").
-from aiohttp.web_request import BaseRequest
-from aiohttp.web_response import Response, StreamResponse, json_response
-from aiohttp.web_server import Server
-
 from badgeline import __version__
 from badgeline.agent.health import can_print
+from badgeline.agent.http_server import HttpServer, Reply, Request, json_reply
 from badgeline.agent.testprint import LocalPrintRefused
 from badgeline.coordinator.events import EVENT_LOGGER, log_event
 
 if TYPE_CHECKING:
     from badgeline.agent.service import Agent
 
-Handler = Callable[["Agent", BaseRequest], Awaitable[StreamResponse]]
-SHUTDOWN_TIMEOUT_S = 1.0
+Handler = Callable[["Agent", Request], Awaitable[Reply]]
 
 
 def is_loopback(remote: str | None) -> bool:
@@ -98,52 +90,46 @@ class StatusServer:
             "/test-print": {"POST": _test_print},
         }
         # No access log: a monitoring script polling /healthz would drown the journal.
-        self._server = Server(self._handle, access_log=None)
-        self._listener: asyncio.Server | None = None
+        self._server = HttpServer(self._handle, host, port)
 
     async def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        self._listener = await loop.create_server(self._server, self.host, self.port)
-        self.port = int(self._listener.sockets[0].getsockname()[1])
+        await self._server.start()
+        self.port = self._server.port
         log_event("status_serving", url=f"http://{self.host}:{self.port}")
 
     async def close(self) -> None:
-        if self._listener is None:
-            return
-        self._listener.close()
-        await self._server.shutdown(SHUTDOWN_TIMEOUT_S)
-        await self._listener.wait_closed()
-        self._listener = None
+        await self._server.close()
 
-    async def _handle(self, request: BaseRequest) -> StreamResponse:
+    async def _handle(self, request: Request) -> Reply:
         methods = self._routes.get(request.path)
         if methods is None:
-            return json_response({"error": "not found"}, status=404)
+            return json_reply({"error": "not found"}, status=404)
         handler = methods.get(request.method)
         if handler is None:
-            return json_response({"error": "method not allowed"}, status=405,
-                                 headers={"Allow": ", ".join(methods)})  # fmt: skip
+            return json_reply({"error": "method not allowed"}, status=405,
+                              headers={"Allow": ", ".join(methods)})  # fmt: skip
         return await handler(self.agent, request)
 
 
-async def _healthz(agent: Agent, request: BaseRequest) -> Response:
+async def _healthz(agent: Agent, request: Request) -> Reply:
     down = agent.loops_not_running()
     if down:
-        return json_response({"ok": False, "loops_not_running": down}, status=503)
-    return json_response({"ok": True})
+        return json_reply({"ok": False, "loops_not_running": down}, status=503)
+    return json_reply({"ok": True})
 
 
-async def _status(agent: Agent, request: BaseRequest) -> Response:
-    return json_response(await describe(agent))
+async def _status(agent: Agent, request: Request) -> Reply:
+    return json_reply(await describe(agent))
 
 
-async def _metrics(agent: Agent, request: BaseRequest) -> Response:
+async def _metrics(agent: Agent, request: Request) -> Reply:
     from badgeline.agent.metrics import render
 
-    return render(await describe(agent), request.headers.get("Accept", ""))
+    body, content_type = render(await describe(agent), request.headers.get("accept", ""))
+    return Reply(200, body, content_type)
 
 
-async def _test_print(agent: Agent, request: BaseRequest) -> Response:
+async def _test_print(agent: Agent, request: Request) -> Reply:
     if not is_loopback(request.remote):
         log_event("test_print_refused", logging.WARNING, printer_id=agent.settings.printer_id,
                   remote=request.remote)  # fmt: skip
@@ -154,7 +140,7 @@ async def _test_print(agent: Agent, request: BaseRequest) -> Response:
         report = await agent.diagnostic_printer.print_test_badge()
     except LocalPrintRefused as refused:
         return _refusal(refused.status, refused.message)
-    return json_response(
+    return json_reply(
         {"printed": True, "printer": report.model_dump(mode="json"), "ready": can_print(report)}
     )
 
@@ -196,8 +182,8 @@ async def describe(agent: Agent) -> dict[str, Any]:
     }
 
 
-def _refusal(status: int, message: str) -> Response:
-    return json_response({"printed": False, "error": message}, status=status)
+def _refusal(status: int, message: str) -> Reply:
+    return json_reply({"printed": False, "error": message}, status=status)
 
 
 def _iso(moment: float | None) -> str | None:

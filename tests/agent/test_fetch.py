@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 
 from badgeline.agent.fetch import BadgeFetcher, FetchRefused
+from badgeline.agent.http_client import HttpClient
 from tests.agent.conftest import Kiosk, LiveCoordinator
 from tests.conftest import agent_token, auth
 
@@ -19,14 +19,14 @@ LIMIT = 64 * 1024
 
 
 @pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
+async def http() -> AsyncIterator[HttpClient]:
+    async with HttpClient() as http:
+        yield http
 
 
-def fetcher(session: aiohttp.ClientSession, coordinator_url: str = "http://127.0.0.1:9") -> Any:
+def fetcher(http: HttpClient, coordinator_url: str = "http://127.0.0.1:9") -> Any:
     return BadgeFetcher(
-        session,
+        http,
         coordinator_url=coordinator_url,
         artifact_headers=auth(agent_token("printer-a")),
         max_bytes=LIMIT,
@@ -36,19 +36,19 @@ def fetcher(session: aiohttp.ClientSession, coordinator_url: str = "http://127.0
 
 
 async def test_file_refs_are_read_and_missing_or_oversized_files_refused(
-    session: aiohttp.ClientSession, tmp_path: Path, badge_pdf: bytes
+    http: HttpClient, tmp_path: Path, badge_pdf: bytes
 ) -> None:
     good = tmp_path / "a badge.pdf"
     good.write_bytes(badge_pdf)
     big = tmp_path / "big.pdf"
     big.write_bytes(b"%PDF-" + b"x" * LIMIT)
-    assert await fetcher(session).fetch(good.as_uri()) == badge_pdf
+    assert await fetcher(http).fetch(good.as_uri()) == badge_pdf
     with pytest.raises(FetchRefused, match="no such file"):
-        await fetcher(session).fetch((tmp_path / "gone.pdf").as_uri())
+        await fetcher(http).fetch((tmp_path / "gone.pdf").as_uri())
     with pytest.raises(FetchRefused, match="limit"):
-        await fetcher(session).fetch(big.as_uri())
+        await fetcher(http).fetch(big.as_uri())
     with pytest.raises(FetchRefused, match="must be local"):
-        await fetcher(session).fetch("file://fileserver/share/badge.pdf")
+        await fetcher(http).fetch("file://fileserver/share/badge.pdf")
 
 
 class BadgeHost:
@@ -95,41 +95,41 @@ async def badge_host(aiohttp_server: Any, badge_pdf: bytes) -> Any:
 
 
 async def test_http_refs_are_streamed_with_a_size_limit_and_without_the_agent_token(
-    session: aiohttp.ClientSession, badge_host: Any, badge_pdf: bytes
+    http: HttpClient, badge_host: Any, badge_pdf: bytes
 ) -> None:
-    assert await fetcher(session).fetch(badge_host.url + "/badge.pdf") == badge_pdf
+    assert await fetcher(http).fetch(badge_host.url + "/badge.pdf") == badge_pdf
     assert badge_host.authorization_seen == [None]
     with pytest.raises(FetchRefused, match="limit"):
-        await fetcher(session).fetch(badge_host.url + "/endless.pdf")
+        await fetcher(http).fetch(badge_host.url + "/endless.pdf")
     with pytest.raises(FetchRefused, match=r"not found \(HTTP 404\)"):
-        await fetcher(session).fetch(badge_host.url + "/missing.pdf")
+        await fetcher(http).fetch(badge_host.url + "/missing.pdf")
 
 
 async def test_a_passing_server_error_is_retried_before_the_job_is_failed(
-    session: aiohttp.ClientSession, badge_host: Any, badge_pdf: bytes
+    http: HttpClient, badge_host: Any, badge_pdf: bytes
 ) -> None:
-    assert await fetcher(session).fetch(badge_host.url + "/flaky.pdf") == badge_pdf
+    assert await fetcher(http).fetch(badge_host.url + "/flaky.pdf") == badge_pdf
     badge_host.flaky_failures_left = 5
     with pytest.raises(FetchRefused, match="after 3 attempts"):
-        await fetcher(session).fetch(badge_host.url + "/flaky.pdf")
+        await fetcher(http).fetch(badge_host.url + "/flaky.pdf")
 
 
 @pytest.mark.parametrize("spelling", ["artifact://{}.pdf", "artifact:///{}.pdf"])
 async def test_artifacts_come_from_the_coordinator_with_the_agent_token(
-    session: aiohttp.ClientSession, coordinator: LiveCoordinator, kiosk: Kiosk,
+    http: HttpClient, coordinator: LiveCoordinator, kiosk: Kiosk,
     badge_pdf: bytes, spelling: str,
 ) -> None:  # fmt: skip
     sha256 = hashlib.sha256(badge_pdf).hexdigest()
     await kiosk.upload(badge_pdf, sha256)
-    agent_fetcher = fetcher(session, coordinator.url)
+    agent_fetcher = fetcher(http, coordinator.url)
     assert await agent_fetcher.fetch(spelling.format(sha256)) == badge_pdf
     missing = hashlib.sha256(b"nothing").hexdigest()
     with pytest.raises(FetchRefused, match=r"not found \(HTTP 404\) - no artifact"):
         await agent_fetcher.fetch(spelling.format(missing))
 
 
-async def test_malformed_refs_are_refused(session: aiohttp.ClientSession) -> None:
+async def test_malformed_refs_are_refused(http: HttpClient) -> None:
     with pytest.raises(FetchRefused, match=r"artifact://<sha256>\.pdf"):
-        await fetcher(session).fetch("artifact://badge.pdf")
+        await fetcher(http).fetch("artifact://badge.pdf")
     with pytest.raises(FetchRefused, match="unsupported scheme"):
-        await fetcher(session).fetch("ftp://host/badge.pdf")
+        await fetcher(http).fetch("ftp://host/badge.pdf")

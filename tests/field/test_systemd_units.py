@@ -180,7 +180,7 @@ AGENT_IMPORT_GRAPH = textwrap.dedent(
         raise SystemExit("MDWE not in force")
     except PermissionError:
         pass
-    import ctypes, usb.core, pypdfium2, PIL.Image, aiohttp, aiosqlite, ifaddr
+    import ctypes, usb.core, pypdfium2, PIL.Image, h11, aiosqlite, ifaddr
     import badgeline.agent.printers, badgeline.agent.badge, badgeline.discovery
     try:  # libusb initialises (its hotplug monitor included)
         list(usb.core.find(find_all=True))

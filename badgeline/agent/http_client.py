@@ -1,0 +1,313 @@
+"""The agent's HTTP/1.1 client: h11 over asyncio streams, with kept-alive connections.
+
+Why not aiohttp or httpx: the agent runs on a Pi beside a printer, and its
+idle memory budget is 45 MB (issue 3). Importing aiohttp costs the process
+14 MB; httpx 10.5 MB once a request has loaded anyio, and five times
+aiohttp's CPU per request. h11 (the HTTP/1.1 state machine httpx itself is
+built on) costs 0.4 MB. The agent needs little of a general client: a few
+hosts, JSON bodies, one CA bundle, timeouts, a size limit on badge downloads.
+
+What callers see:
+
+- an `HttpResponse` for any HTTP answer, 4xx and 5xx included;
+- `TimeoutError` when `timeout_s` passes (connecting included);
+- `HttpFailure` when no answer came: refused, reset, TLS or protocol failure;
+- `BodyTooLarge` when a body passes `max_body` (the rest is never read).
+
+Connections are kept per scheme, host and port and reused. A kept connection
+the server has closed meanwhile (its keep-alive timeout) is dropped before
+use; one closed in the instant the request went out fails before any answer
+byte, and that request is sent once more on a new connection, since a server
+that closes an idle connection has not read from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import h11
+
+READ_CHUNK = 64 * 1024
+# Idle connections kept per host: the agent's loops use at most about four at once.
+MAX_IDLE_PER_HOST = 4
+DEFAULT_PORTS = {"http": 80, "https": 443}
+USER_AGENT = "badgeline-agent"
+
+
+class HttpFailure(Exception):
+    """No HTTP answer came: the connection was refused, reset or broken, or TLS failed."""
+
+
+class BodyTooLarge(Exception):
+    """The response body is larger than the caller's limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"larger than {limit} bytes")
+        self.limit = limit
+
+
+class _StaleConnection(Exception):
+    """A reused connection failed before any byte of the answer: safe to send again."""
+
+
+@dataclass
+class HttpResponse:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)  # names in lower case
+    body: bytes = b""
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body as JSON; `ValueError` if it is not."""
+        return json.loads(self.body)
+
+
+@dataclass
+class _Target:
+    scheme: str
+    host: str
+    port: int
+    host_header: str
+    path: str
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.scheme, self.host, self.port
+
+
+class _Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.protocol = h11.Connection(h11.CLIENT)
+        self.reused = False
+
+    def usable(self) -> bool:
+        # at_eof: the server closed it while it sat idle (a keep-alive timeout).
+        return not (self.reader.at_eof() or self.writer.is_closing())
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class HttpClient:
+    """Requests with kept-alive connections; `close()` (or `async with`) ends them."""
+
+    def __init__(
+        self, *, ssl_context: ssl.SSLContext | None = None, connect_timeout_s: float = 3.0
+    ) -> None:
+        # None: verify https against the system's CAs.
+        self._ssl_context = ssl_context
+        self.connect_timeout_s = connect_timeout_s
+        self._idle: defaultdict[tuple[str, str, int], list[_Connection]] = defaultdict(list)
+        self._busy: set[_Connection] = set()
+        self._closed = False
+
+    async def __aenter__(self) -> HttpClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._closed = True
+        connections = [c for idle in self._idle.values() for c in idle] + list(self._busy)
+        self._idle.clear()
+        for connection in connections:
+            connection.close()
+        for connection in connections:
+            with contextlib.suppress(OSError, ssl.SSLError):  # it is closed either way
+                await connection.writer.wait_closed()
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        body: bytes = b"",
+        timeout_s: float,
+        max_body: int | None = None,
+    ) -> HttpResponse:
+        """Send one request and read the whole answer within `timeout_s`."""
+        target = _parse(url)
+        async with asyncio.timeout(timeout_s):
+            while True:
+                connection = await self._connection(target)
+                try:
+                    response = await self._exchange(
+                        connection, method, target, headers or {}, body, max_body
+                    )
+                except _StaleConnection:
+                    continue  # a fresh connection next: stale ones are not reused
+                except BaseException:
+                    self._discard(connection)
+                    raise
+                self._release(target, connection)
+                return response
+
+    # ------------------------------------------------------------ connections
+
+    async def _connection(self, target: _Target) -> _Connection:
+        if self._closed:
+            raise HttpFailure("the HTTP client is closed")
+        idle = self._idle[target.key]
+        while idle:
+            connection = idle.pop()
+            if connection.usable():
+                connection.reused = True
+                self._busy.add(connection)
+                return connection
+            connection.close()
+        context = self._tls_context() if target.scheme == "https" else None
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                reader, writer = await asyncio.open_connection(
+                    target.host, target.port, ssl=context, limit=READ_CHUNK
+                )
+        except TimeoutError:
+            raise HttpFailure(
+                f"cannot connect to {target.host}:{target.port}: "
+                f"no answer within {self.connect_timeout_s:g} s"
+            ) from None
+        except ssl.SSLCertVerificationError as error:
+            raise HttpFailure(f"TLS certificate not trusted: {error.verify_message}") from error
+        except (OSError, ssl.SSLError) as error:
+            raise HttpFailure(f"cannot connect to {target.host}:{target.port}: {error}") from error
+        connection = _Connection(reader, writer)
+        self._busy.add(connection)
+        return connection
+
+    def _tls_context(self) -> ssl.SSLContext:
+        if self._ssl_context is None:
+            self._ssl_context = ssl.create_default_context()
+        return self._ssl_context
+
+    def _release(self, target: _Target, connection: _Connection) -> None:
+        self._busy.discard(connection)
+        protocol = connection.protocol
+        if (
+            self._closed
+            or protocol.our_state is not h11.DONE
+            or protocol.their_state is not h11.DONE
+            or len(self._idle[target.key]) >= MAX_IDLE_PER_HOST
+        ):
+            connection.close()  # the server asked to close, or enough are kept
+            return
+        protocol.start_next_cycle()
+        self._idle[target.key].append(connection)
+
+    def _discard(self, connection: _Connection) -> None:
+        self._busy.discard(connection)
+        connection.close()
+
+    # ------------------------------------------------------------ one exchange
+
+    async def _exchange(
+        self,
+        connection: _Connection,
+        method: str,
+        target: _Target,
+        headers: dict[str, str],
+        body: bytes,
+        max_body: int | None,
+    ) -> HttpResponse:
+        protocol = connection.protocol
+        request_headers = [("Host", target.host_header), ("User-Agent", USER_AGENT)]
+        request_headers += list(headers.items())
+        if body or method in ("POST", "PUT", "PATCH"):
+            request_headers.append(("Content-Length", str(len(body))))
+        data = protocol.send(h11.Request(method=method, target=target.path,
+                                         headers=request_headers))  # fmt: skip
+        if body:
+            data += protocol.send(h11.Data(data=body)) or b""
+        data += protocol.send(h11.EndOfMessage()) or b""
+        answered = False
+        try:
+            connection.writer.write(data or b"")
+            await connection.writer.drain()
+            status, response_headers = await self._read_head(connection)
+            answered = True
+            response_body = await self._read_body(connection, response_headers, max_body)
+        except (OSError, ssl.SSLError, h11.RemoteProtocolError) as error:
+            if connection.reused and not answered:
+                self._discard(connection)
+                raise _StaleConnection() from error
+            raise HttpFailure(_describe(error)) from error
+        return HttpResponse(status, response_headers, response_body)
+
+    async def _read_head(self, connection: _Connection) -> tuple[int, dict[str, str]]:
+        while True:
+            event = await _next_event(connection)
+            if isinstance(event, h11.InformationalResponse):
+                continue  # 100 Continue and the like
+            if isinstance(event, h11.Response):
+                headers = {name.decode("latin-1"): value.decode("latin-1")
+                           for name, value in event.headers}  # fmt: skip
+                return event.status_code, headers
+            raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before a response")
+
+    async def _read_body(
+        self, connection: _Connection, headers: dict[str, str], max_body: int | None
+    ) -> bytes:
+        if max_body is not None and _declared_length(headers) > max_body:
+            raise BodyTooLarge(max_body)  # a claim is enough to refuse; nothing more is read
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            event = await _next_event(connection)
+            if isinstance(event, h11.Data):
+                size += len(event.data)
+                if max_body is not None and size > max_body:
+                    raise BodyTooLarge(max_body)
+                chunks.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                return b"".join(chunks)
+            else:
+                raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} in a body")
+
+
+async def _next_event(connection: _Connection) -> h11.Event | type[h11.PAUSED]:
+    protocol = connection.protocol
+    while True:
+        event = protocol.next_event()
+        if event is h11.NEED_DATA:
+            # b"" at end of file: h11 then reports the answer as cut short.
+            protocol.receive_data(await connection.reader.read(READ_CHUNK))
+            continue
+        if isinstance(event, h11.ConnectionClosed):
+            raise ConnectionResetError("the server closed the connection")
+        return cast("h11.Event | type[h11.PAUSED]", event)
+
+
+def _parse(url: str) -> _Target:
+    parts = urlsplit(url)
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        raise HttpFailure(f"not an http(s) URL: {url!r}")
+    try:
+        port = parts.port or DEFAULT_PORTS[parts.scheme]
+    except ValueError as error:
+        raise HttpFailure(f"bad port in {url!r}") from error
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    host_header = parts.netloc.rpartition("@")[2]  # never send credentials in Host
+    return _Target(parts.scheme, parts.hostname, port, host_header, path)
+
+
+def _declared_length(headers: dict[str, str]) -> int:
+    try:
+        return int(headers.get("content-length", "0"))
+    except ValueError:
+        return 0  # h11 rejects a malformed length itself
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
