@@ -30,7 +30,7 @@ import ssl
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import h11
 
@@ -39,6 +39,8 @@ READ_CHUNK = 64 * 1024
 MAX_IDLE_PER_HOST = 4
 DEFAULT_PORTS = {"http": 80, "https": 443}
 USER_AGENT = "badgeline-agent"
+# Characters a URL path or query keeps unescaped (RFC 3986 reserved and unreserved, and %).
+URL_SAFE = "/%:@!$&'()*+,;=-._~"
 
 
 class HttpFailure(Exception):
@@ -226,8 +228,11 @@ class HttpClient:
         request_headers += list(headers.items())
         if body or method in ("POST", "PUT", "PATCH"):
             request_headers.append(("Content-Length", str(len(body))))
-        data = protocol.send(h11.Request(method=method, target=target.path,
-                                         headers=request_headers))  # fmt: skip
+        try:
+            data = protocol.send(h11.Request(method=method, target=target.path,
+                                             headers=request_headers))  # fmt: skip
+        except h11.LocalProtocolError as error:
+            raise HttpFailure(f"cannot send this request: {error}") from error
         if body:
             data += protocol.send(h11.Data(data=body)) or b""
         data += protocol.send(h11.EndOfMessage()) or b""
@@ -295,10 +300,15 @@ def _parse(url: str) -> _Target:
         raise HttpFailure(f"not an http(s) URL: {url!r}")
     try:
         port = parts.port or DEFAULT_PORTS[parts.scheme]
-    except ValueError as error:
-        raise HttpFailure(f"bad port in {url!r}") from error
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    host_header = parts.netloc.rpartition("@")[2]  # never send credentials in Host
+        # Never send credentials in Host; a non-ASCII name goes as IDNA.
+        host_header = parts.netloc.rpartition("@")[2].encode("idna").decode("ascii")
+    except (ValueError, UnicodeError) as error:
+        raise HttpFailure(f"bad host or port in {url!r}: {error}") from error
+    # Escape what may not appear raw in a request line (a badge named "a b.pdf"),
+    # leaving escapes and reserved characters as they are.
+    path = quote(parts.path or "/", safe=URL_SAFE)
+    if parts.query:
+        path += "?" + quote(parts.query, safe=URL_SAFE + "?")
     return _Target(parts.scheme, parts.hostname, port, host_header, path)
 
 

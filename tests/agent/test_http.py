@@ -144,6 +144,19 @@ async def test_a_request_nobody_answers_times_out_and_its_connection_is_not_reus
         assert server.connections == 2
 
 
+async def test_paths_are_escaped_for_the_request_line_and_bad_headers_refused() -> None:
+    async def echo(number: int, request: h11.Request) -> Answer:
+        return ok({"target": request.target.decode()})
+
+    async with ScriptedServer(echo) as server, HttpClient() as http:
+        answer = await http.request("GET", server.url + "/badges/Zoë Smith%2B.pdf?v=1 2",
+                                    timeout_s=5)  # fmt: skip
+        assert answer.json() == {"target": "/badges/Zo%C3%AB%20Smith%2B.pdf?v=1%202"}
+        with pytest.raises(HttpFailure, match="cannot send"):
+            await http.request("GET", server.url + "/x", headers={"X-Bad": "a\r\nb"},
+                               timeout_s=5)  # fmt: skip
+
+
 async def test_refused_connections_and_bad_urls_are_failures_that_say_where() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
