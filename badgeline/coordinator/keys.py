@@ -121,6 +121,13 @@ class VenueKeys:
         """Set of job ids granted to this printer and not yet acked."""
         return f"{self.prefix}printing:{printer_id}"
 
+    def leased(self, printer_id: str) -> str:
+        """Set of job ids leased to this printer's agent and not yet started (routing load).
+
+        Kept by includes/common.lua's transition(), under this same name.
+        """
+        return f"{self.prefix}leased:{printer_id}"
+
     # ---- operator reports (includes/tally.lua builds these same names; census-9.lua)
     @property
     def stats_totals(self) -> str:

@@ -67,7 +67,8 @@ async def job(client: TestClient[Any, Any], job_id: str) -> dict[str, Any]:
 
 
 async def test_jammed_printer_fails_over_once(
-    fleet: TestClient[Any, Any], caplog: pytest.LogCaptureFixture
+    fleet: TestClient[Any, Any], caplog: pytest.LogCaptureFixture, redis: Redis,
+    settings: CoordinatorSettings,
 ) -> None:
     caplog.set_level(logging.INFO, logger="badgeline.events")
     # GIVEN two healthy printers and five jobs on printer-a, one printing, one leased
@@ -94,6 +95,8 @@ async def test_jammed_printer_fails_over_once(
     peek = await (await fleet.get("/v1/queues/printer-b?limit=10", headers=OPS)).json()
     moved = [j["job_id"] for j in peek["jobs"]]
     assert moved[:4] == [j for j in ids if j != printing["job_id"]]
+    # AND the moved leased job no longer counts as printer-a's load when routing
+    assert await redis.smembers(VenueKeys(settings.venue).leased("printer-a")) == set()
     # AND each move left a traced log line (invariant 8)
     moves = [r.fields for r in caplog.records if r.getMessage() == "job_failed_over"]  # type: ignore[attr-defined]
     assert sorted(m["job_id"] for m in moves) == sorted(decision["drained_job_ids"])

@@ -8,10 +8,13 @@ from collections import Counter
 from typing import Any
 
 from aiohttp.test_utils import TestClient
+from redis.asyncio import Redis
 
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.keys import VenueKeys
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
-from tests.helpers import job_body
+from tests.helpers import job_body, wait_for
 
 Client = TestClient[Any, Any]
 HEALTHY = {"reachable": True, "jammed": False, "cover_open": False, "paper": "ok"}
@@ -84,3 +87,48 @@ async def test_a_configured_pool_routes_only_to_its_members(make_client: MakeCli
         await _beat(client, printer_id)
     answers = [await flows.submit(client, **job_body("pool:front")) for _ in range(4)]
     assert Counter(answer["printer_id"] for answer in answers) == {"printer-b": 2, "printer-c": 2}
+
+
+async def test_jobs_an_agent_has_leased_ahead_count_as_its_printers_load(client: Client) -> None:
+    # GIVEN two printers with two jobs each, and printer-a's agent has fetched both
+    # ahead (leased, not started): its queue is empty, printer-b's is not
+    for printer_id in PRINTERS[:2]:
+        await _beat(client, printer_id)
+    first = [await flows.submit(client, **job_body("auto")) for _ in range(4)]
+    assert Counter(answer["printer_id"] for answer in first) == dict.fromkeys(PRINTERS[:2], 2)
+    assert len(await flows.lease(client, "printer-a", max_jobs=2)) == 2
+    # WHEN two more `auto` jobs come
+    more = [await flows.submit(client, **job_body("auto")) for _ in range(2)]
+    # THEN they are spread as if nothing had moved (before, both went to printer-a)
+    assert Counter(answer["printer_id"] for answer in more) == dict.fromkeys(PRINTERS[:2], 1)
+
+
+async def test_a_leased_job_leaves_its_printers_load_by_every_way_out(
+    make_client: MakeClient, redis: Redis, settings: CoordinatorSettings
+) -> None:
+    # Every way a job leaves `leased`: started, acked failed, canceled, lease expired.
+    client = await make_client(lease_ttl_s=1.0, lease_scan_interval_s=0.1)
+    await _beat(client, "printer-a")
+    leased_set = VenueKeys(settings.venue).leased("printer-a")
+
+    async def leased_ids() -> set[str]:
+        return {member.decode() for member in await redis.smembers(leased_set)}
+
+    jobs = [await flows.submit(client, **job_body("printer-a")) for _ in range(4)]
+    held = await flows.lease(client, "printer-a", max_jobs=3)
+    assert await leased_ids() == {job["job_id"] for job in held}
+    started, failed, canceled = held
+    await flows.start(client, started["job_id"], started["lease_id"])
+    await flows.ack(client, failed["job_id"], failed["lease_id"], result="failed", error="x")
+    await flows.cancel(client, canceled["job_id"])
+    assert await leased_ids() == set()
+    # AND a lease that expires before its start
+    (expiring,) = await flows.lease(client, "printer-a", max_jobs=1)
+    assert expiring["job_id"] in {job["job_id"] for job in jobs}
+    assert await leased_ids() == {expiring["job_id"]}
+
+    async def returned() -> bool:
+        return expiring["job_id"] in await flows.queue_ids(client, "printer-a")
+
+    await wait_for(returned, timeout_s=10)
+    assert await leased_ids() == set()

@@ -15,7 +15,25 @@ local function queue_key(prefix, printer_id)
 end
 
 -- Every state change goes through here so that no change escapes the trail.
+local function leased_key(prefix, printer_id)
+  return prefix .. 'leased:' .. printer_id
+end
+
+-- Every change of a job's state goes through here. It also keeps each printer's
+-- set of leased (not yet granted) jobs, which routing counts as that printer's
+-- load: a prefetched job has left the queue but not joined the printing set.
+-- Callers change a job's printer_id only after leaving `leased` (move_job).
 local function transition(prefix, job_id, from_state, to_state, actor, reason, now)
+  if (from_state == 'leased') ~= (to_state == 'leased') then
+    local printer_id = redis.call('HGET', job_key(prefix, job_id), 'printer_id')
+    if printer_id then
+      if to_state == 'leased' then
+        redis.call('SADD', leased_key(prefix, printer_id), job_id)
+      else
+        redis.call('SREM', leased_key(prefix, printer_id), job_id)
+      end
+    end
+  end
   redis.call('HSET', job_key(prefix, job_id), 'state', to_state, 'updated_ms', now)
   local entry = {at = now / 1000, to = to_state, actor = actor, reason = reason}
   if from_state then entry['from'] = from_state else entry['from'] = cjson.null end
@@ -42,12 +60,11 @@ local function printing_key(prefix, printer_id)
   return prefix .. 'printing:' .. printer_id
 end
 
--- The least-loaded candidate that is healthy, not paused and below the
--- high-water mark right now. Candidates come from the caller (pool membership
--- is config), but health and depth are re-read here, inside the atomic script.
 -- The printer for a job whose target is a pool or `auto`: the least loaded of the
 -- healthy candidates with a fresh heartbeat, not paused, carrying `label` ('' for
--- any). Load is the jobs waiting plus the one printing. Ties go round the
+-- any). Load is every job the printer holds: waiting in its queue, leased (fetched
+-- ahead by its agent, not started) and printing. Counting the leased ones keeps a
+-- burst even: an agent that has just prefetched is no emptier than the others. Ties go round the
 -- candidates by `turn` (the acceptance sequence): with every queue empty, as
 -- when agents lease as fast as jobs come, a fixed order would favour one printer.
 -- Degraded printers keep their queue but take no new routed work.
@@ -70,6 +87,7 @@ local function route_target(prefix, candidates, label, stale_ms, now, turn)
     end
     if fit then
       local load = redis.call('ZCARD', queue_key(prefix, printer_id))
+        + redis.call('SCARD', leased_key(prefix, printer_id))
         + redis.call('SCARD', printing_key(prefix, printer_id))
       if best_load == nil or load < best_load then
         best, best_load = printer_id, load
@@ -79,6 +97,9 @@ local function route_target(prefix, candidates, label, stale_ms, now, turn)
   return best
 end
 
+-- The least-loaded candidate that is healthy, not paused and below the
+-- high-water mark right now, for failover. Candidates come from the caller (pool
+-- membership is config), but health and depth are re-read here, inside the atomic script.
 local function pick_target(prefix, candidates, high_water, now, exclude)
   local best, best_depth = nil, nil
   for _, printer_id in ipairs(candidates) do
@@ -101,8 +122,9 @@ end
 local function move_job(prefix, job_id, from_state, target, actor, reason, now, wake_channel)
   local key = job_key(prefix, job_id)
   local score = tonumber(redis.call('HGET', key, 'score'))
-  redis.call('HSET', key, 'printer_id', target, 'lease_id', '')
+  -- Leave the old printer (its leased set) before taking the new printer id.
   transition(prefix, job_id, from_state, 'queued', actor, reason, now)
+  redis.call('HSET', key, 'printer_id', target, 'lease_id', '')
   enqueue(prefix, job_id, target, score, wake_channel)
 end
 
