@@ -15,6 +15,9 @@ from typing import Any
 
 EVENT_LOGGER = "badgeline.events"
 _logger = logging.getLogger(EVENT_LOGGER)
+# json.dumps with any option (default=str here) builds a new encoder on every
+# call, ~4 µs of each line's cost; one encoder, built once, writes the same text.
+_LINE_ENCODER = json.JSONEncoder(default=str)
 
 
 class JsonLineFormatter(logging.Formatter):
@@ -31,7 +34,7 @@ class JsonLineFormatter(logging.Formatter):
             line["message"] = record.getMessage()
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str)
+        return _LINE_ENCODER.encode(line)
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -27,6 +27,8 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CORRELATION_HEADER = "X-Correlation-ID"
 CORRELATION_ID = web.RequestKey("correlation_id", str)
 _CORRELATION_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# One encoder for json.dumps(payload, default=str), which would build one per call.
+_JSON = json.JSONEncoder(default=str)
 _HTTP_CODES = {
     400: ErrorCode.MALFORMED_JSON,
     401: ErrorCode.UNAUTHORIZED,
@@ -55,7 +57,7 @@ def json_response(
     if isinstance(payload, BaseModel):
         text = payload.model_dump_json(by_alias=True)
     else:
-        text = json.dumps(payload, default=str)
+        text = _JSON.encode(payload)
     return web.Response(
         text=text, status=status, content_type="application/json", headers=headers
     )

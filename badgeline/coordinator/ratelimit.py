@@ -30,7 +30,9 @@ import redis.exceptions
 from aiohttp import web
 
 from badgeline.coordinator.auth import Identity
+from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import (
+    COORDINATOR,
     SESSION_IDENTITY,
     TOKEN_IDENTITY,
     Coordinator,
@@ -64,6 +66,10 @@ class Limits:
 
     long_polls: Counter[tuple[str, str | None]] = field(default_factory=Counter)
     limited: set[str] = field(default_factory=set)
+    # Each kiosk token's own daily_quota, by name (the first entry of a name
+    # wins): looked up on every submit, where walking every token (one per
+    # agent, hundreds at a large venue) cost more than the rest of the check.
+    kiosk_quotas: dict[str, int] = field(default_factory=dict)
 
 
 LIMITS = web.AppKey("limits", Limits)
@@ -89,16 +95,23 @@ def caller_of(request: web.Request) -> Identity | None:
     return request.get(SESSION_IDENTITY) or request.get(TOKEN_IDENTITY)
 
 
-def quota_of(coordinator: Coordinator, kiosk_name: str) -> int | None:
-    for entry in coordinator.settings.tokens:
-        if entry.role == "kiosk" and entry.name == kiosk_name and entry.daily_quota:
-            return entry.daily_quota
-    return coordinator.settings.kiosk_daily_quota
+def kiosk_quotas(settings: CoordinatorSettings) -> dict[str, int]:
+    quotas: dict[str, int] = {}
+    for entry in settings.tokens:
+        if entry.role == "kiosk" and entry.daily_quota:
+            quotas.setdefault(entry.name, entry.daily_quota)
+    return quotas
 
 
-async def take(coordinator: Coordinator, kiosk_name: str, *, counts_quota: bool) -> Taken:
+def quota_of(coordinator: Coordinator, limits: Limits, kiosk_name: str) -> int | None:
+    return limits.kiosk_quotas.get(kiosk_name) or coordinator.settings.kiosk_daily_quota
+
+
+async def take(
+    coordinator: Coordinator, limits: Limits, kiosk_name: str, *, counts_quota: bool
+) -> Taken:
     settings, store = coordinator.settings, coordinator.store
-    quota = quota_of(coordinator, kiosk_name) if counts_quota else None
+    quota = quota_of(coordinator, limits, kiosk_name) if counts_quota else None
     reply = await store.scripts["rate_limit"](
         [store.keys.rate_bucket(kiosk_name), store.keys.rate_quota(kiosk_name)],
         ["take", settings.kiosk_rate_per_s or 0, settings.kiosk_burst, quota or 0],
@@ -138,11 +151,13 @@ async def _kiosk(
 ) -> web.StreamResponse:
     coordinator = coordinator_of(request)
     settings = coordinator.settings
-    counts_quota = route == SUBMIT_ROUTE and quota_of(coordinator, identity.name) is not None
+    limits = request.app[LIMITS]
+    counts_quota = (
+        route == SUBMIT_ROUTE and quota_of(coordinator, limits, identity.name) is not None
+    )
     if settings.kiosk_rate_per_s is None and not counts_quota:
         return await handler(request)
-    limits = request.app[LIMITS]
-    taken = await take(coordinator, identity.name, counts_quota=counts_quota)
+    taken = await take(coordinator, limits, identity.name, counts_quota=counts_quota)
     if not taken.admitted:
         raise _refused(limits, identity, taken)
     limits.limited.discard(identity.actor)
@@ -228,6 +243,6 @@ async def body_deadline_middleware(request: web.Request, handler: Handler) -> we
 
 
 def install(app: web.Application) -> None:
-    app[LIMITS] = Limits()
+    app[LIMITS] = Limits(kiosk_quotas=kiosk_quotas(app[COORDINATOR].settings))
     app.middlewares.append(body_deadline_middleware)
     app.middlewares.append(limits_middleware)

@@ -27,9 +27,14 @@ from badgeline.protocol.states import JobState, PrinterState
 ALERT_EVENTS_KEPT = 500
 
 
+# What json.dumps(..., sort_keys=True, separators=(",", ":")) uses, built once:
+# json.dumps builds a new encoder per call when given any option.
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def payload_hash(job: PrintJob) -> str:
     """The dedupe gate compares this: same key + same payload = the same job."""
-    canonical = json.dumps(job.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    canonical = _CANONICAL_JSON.encode(job.model_dump(mode="json"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 

@@ -4,13 +4,16 @@ to come back (up to redis_pool_wait_s), then fails as a store outage (503)."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
+from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import DataError
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.redis_client import WaitingConnectionPool
+from badgeline.coordinator.redis_client import HiredisPacking, WaitingConnectionPool
 
 
 async def test_an_exhausted_pool_waits_for_a_returned_connection(
@@ -52,5 +55,38 @@ async def test_a_pool_that_stays_exhausted_fails_the_command_after_the_wait(
         await pool.release(held.pop())
         assert await client.ping() is True  # and the pool works again once one is back
         await pool.release(held.pop())
+    finally:
+        await client.aclose()
+
+
+async def test_the_pool_packs_commands_byte_for_byte_as_redis_py_does(
+    settings: CoordinatorSettings,
+) -> None:
+    pool = WaitingConnectionPool.from_url(settings.redis_url, max_connections=2, timeout=5)
+    client = Redis.from_pool(pool)
+    try:
+        connection = await pool.get_connection()
+        assert isinstance(connection, HiredisPacking)
+        # Every type the coordinator sends, a two-word command name, and bytes
+        # hiredis does not take (bytearray, memoryview) or refuses (bool).
+        commands: list[tuple[Any, ...]] = [
+            ("EVALSHA", "f" * 40, 2, "bl:{v}:k", "é ✓", 100, -5, 0.93, 1e-7, 2**70, b"\x00\r\n"),
+            ("CONFIG GET", "appendfsync"),
+            (b"CLIENT LIST",),
+            ("SET", bytearray(b"k"), memoryview(b"v")),
+        ]
+        for command in commands:
+            packed = b"".join(bytes(chunk) for chunk in connection.pack_command(*command))
+            reference = b"".join(bytes(chunk) for chunk in
+                                 AbstractConnection.pack_command(connection, *command))  # fmt: skip
+            assert packed == reference, command
+        with pytest.raises(DataError):
+            connection.pack_command("SET", "k", True)
+        await pool.release(connection)
+        # AND a value written through it reads back unchanged
+        key = f"bl:{{{settings.venue}}}:packing"
+        await client.set(key, "é ✓ 0.93")
+        assert await client.get(key) == "é ✓ 0.93".encode()
+        await client.delete(key)
     finally:
         await client.aclose()
