@@ -168,9 +168,12 @@ class CoordinatorClient:
     async def lease(self, wait_s: float, max_jobs: int) -> list[LeasedJob]:
         """Long-poll for up to `max_jobs` jobs; returns [] when `wait_s` passes without one."""
         path = self._agent_path("lease") + f"?wait={wait_s:g}&max={max_jobs}"
+        # Not resent by the HTTP client: a lease the coordinator granted but whose
+        # answer was lost holds its jobs until the lease expires.
         data = await self._post(
-            path, None, timeout_s=wait_s + self.request_timeout_s + LEASE_SLACK_S
-        )
+            path, None, timeout_s=wait_s + self.request_timeout_s + LEASE_SLACK_S,
+            idempotent=False,
+        )  # fmt: skip
         jobs = data.get("jobs") if isinstance(data, dict) else None
         if not isinstance(jobs, list):
             raise CoordinatorUnavailable(f"lease answer without a jobs list: {data!r:.200}")
@@ -208,7 +211,10 @@ class CoordinatorClient:
         correlation_id: str | None = None,
         *,
         timeout_s: float | None = None,
+        idempotent: bool = True,
     ) -> Any:
+        # idempotent: the coordinator applies the call once however often it comes
+        # (start, ack, heartbeat), so the HTTP client may resend it on a new connection.
         base_url = self.base_url
         if base_url is None:
             raise self._unavailable("no coordinator found yet (looking for it by mDNS)")
@@ -218,7 +224,8 @@ class CoordinatorClient:
         payload = body.model_dump_json(exclude_none=True) if body is not None else "{}"
         request = asyncio.ensure_future(
             self.http.request("POST", base_url + path, headers=headers, body=payload.encode(),
-                              timeout_s=timeout_s or self.request_timeout_s)
+                              timeout_s=timeout_s or self.request_timeout_s,
+                              idempotent=idempotent)
         )  # fmt: skip
         moved = asyncio.ensure_future(self._moved.wait())
         try:

@@ -118,9 +118,12 @@ class BadgeFetcher:
         headers = self.artifact_headers if authorised else None
         try:
             # The limit holds while the bytes stream in: a larger body is never read whole.
+            # Badge hosts may be slow to reach over venue Wi-Fi: the whole fetch
+            # timeout applies to connecting too, not the coordinator's short one.
             response = await self.http.request(
-                "GET", url, headers=headers, timeout_s=self.timeout_s, max_body=self.max_bytes
-            )
+                "GET", url, headers=headers, timeout_s=self.timeout_s, max_body=self.max_bytes,
+                connect_timeout_s=self.timeout_s, follow_redirects=True,
+            )  # fmt: skip
         except BodyTooLarge:
             raise self._too_large(url) from None
         except (HttpFailure, TimeoutError, OSError) as error:

@@ -9,16 +9,21 @@ hosts, JSON bodies, one CA bundle, timeouts, a size limit on badge downloads.
 
 What callers see:
 
-- an `HttpResponse` for any HTTP answer, 4xx and 5xx included;
-- `TimeoutError` when `timeout_s` passes (connecting included);
-- `HttpFailure` when no answer came: refused, reset, TLS or protocol failure;
-- `BodyTooLarge` when a body passes `max_body` (the rest is never read).
+- an `HttpResponse` for any HTTP answer, 4xx and 5xx included (an error
+  answer's body is cut at `ERROR_BODY_CAP`: its status is what matters);
+- `TimeoutError` when `timeout_s` passes (connecting and redirects included);
+- `HttpFailure` when no answer came: refused, reset, TLS or protocol failure,
+  a URL or header that cannot be sent, too many redirects;
+- `BodyTooLarge` when a success's body passes `max_body` (the rest is never read).
 
-Connections are kept per scheme, host and port and reused. A kept connection
-the server has closed meanwhile (its keep-alive timeout) is dropped before
-use; one closed in the instant the request went out fails before any answer
-byte, and that request is sent once more on a new connection, since a server
-that closes an idle connection has not read from it.
+Connections are kept per scheme, host and port and reused while they are
+fresh. A kept connection that fails before any byte of the answer may have
+been closed by the server in the instant the request went out, or the server
+may have read the request and died: only a request the caller calls
+idempotent (GET, and the agent API's start, ack and heartbeat, which the
+coordinator applies once however often they come) is then sent once more, on
+a new connection. Redirects are followed only when asked (badge downloads),
+and the Authorization header never follows one to another host.
 """
 
 from __future__ import annotations
@@ -27,16 +32,25 @@ import asyncio
 import contextlib
 import json
 import ssl
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, cast
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 import h11
 
 READ_CHUNK = 64 * 1024
 # Idle connections kept per host: the agent's loops use at most about four at once.
 MAX_IDLE_PER_HOST = 4
+# A connection idle longer is closed, not reused: a NAT or a Wi-Fi roam may have
+# dropped it without a word, and the next request would wait out its timeout
+# (aiohttp's client keeps 15 s too).
+IDLE_EXPIRY_S = 15.0
+MAX_REDIRECTS = 10
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# How much of an error answer's body is read; beyond it the body is cut.
+ERROR_BODY_CAP = 64 * 1024
 DEFAULT_PORTS = {"http": 80, "https": 443}
 USER_AGENT = "badgeline-agent"
 # Characters a URL path or query keeps unescaped (RFC 3986 reserved and unreserved, and %).
@@ -56,7 +70,7 @@ class BodyTooLarge(Exception):
 
 
 class _StaleConnection(Exception):
-    """A reused connection failed before any byte of the answer: safe to send again."""
+    """A reused connection failed before any byte of the answer (see the module's notes)."""
 
 
 @dataclass
@@ -92,10 +106,12 @@ class _Connection:
         self.writer = writer
         self.protocol = h11.Connection(h11.CLIENT)
         self.reused = False
+        self.idle_since = 0.0
 
     def usable(self) -> bool:
         # at_eof: the server closed it while it sat idle (a keep-alive timeout).
-        return not (self.reader.at_eof() or self.writer.is_closing())
+        fresh = time.monotonic() - self.idle_since <= IDLE_EXPIRY_S
+        return fresh and not (self.reader.at_eof() or self.writer.is_closing())
 
     def close(self) -> None:
         self.writer.close()
@@ -139,27 +155,69 @@ class HttpClient:
         body: bytes = b"",
         timeout_s: float,
         max_body: int | None = None,
+        connect_timeout_s: float | None = None,
+        idempotent: bool | None = None,
+        follow_redirects: bool = False,
     ) -> HttpResponse:
-        """Send one request and read the whole answer within `timeout_s`."""
+        """Send one request and read the whole answer within `timeout_s`.
+
+        `idempotent` (default: GET and HEAD are) allows the one resend on a
+        new connection described in the module's notes.
+        """
+        headers = dict(headers or {})
+        retry = method in ("GET", "HEAD") if idempotent is None else idempotent
         target = _parse(url)
         async with asyncio.timeout(timeout_s):
-            while True:
-                connection = await self._connection(target)
-                try:
-                    response = await self._exchange(
-                        connection, method, target, headers or {}, body, max_body
-                    )
-                except _StaleConnection:
-                    continue  # a fresh connection next: stale ones are not reused
-                except BaseException:
-                    self._discard(connection)
-                    raise
+            for _ in range(MAX_REDIRECTS + 1):
+                response = await self._send(target, method, headers, body, max_body,
+                                            connect_timeout_s, retry)  # fmt: skip
+                location = response.headers.get("location")
+                if not (follow_redirects and response.status in REDIRECT_STATUSES and location):
+                    return response
+                url = urljoin(url, location)
+                following = _parse(url)
+                if following.key != target.key:  # the token is for the host it was meant for
+                    headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+                    method, body = "GET", b""
+                target = following
+        raise HttpFailure(f"more than {MAX_REDIRECTS} redirects, the last to {url}")
+
+    async def _send(
+        self,
+        target: _Target,
+        method: str,
+        headers: dict[str, str],
+        body: bytes,
+        max_body: int | None,
+        connect_timeout_s: float | None,
+        retry: bool,
+    ) -> HttpResponse:
+        resent = False
+        while True:
+            connection = await self._connection(target, connect_timeout_s)
+            try:
+                response, whole = await self._exchange(
+                    connection, method, target, headers, body, max_body
+                )
+            except _StaleConnection as stale:
+                if not retry or resent:
+                    raise HttpFailure(str(stale)) from stale
+                resent = True
+                self._drop_idle(target)  # kept beside it, likely just as stale
+                continue
+            except BaseException:
+                self._discard(connection)
+                raise
+            if whole:
                 self._release(target, connection)
-                return response
+            else:
+                self._discard(connection)  # an error body cut short: the rest is unread
+            return response
 
     # ------------------------------------------------------------ connections
 
-    async def _connection(self, target: _Target) -> _Connection:
+    async def _connection(self, target: _Target, connect_timeout_s: float | None) -> _Connection:
         if self._closed:
             raise HttpFailure("the HTTP client is closed")
         idle = self._idle[target.key]
@@ -171,15 +229,16 @@ class HttpClient:
                 return connection
             connection.close()
         context = self._tls_context() if target.scheme == "https" else None
+        connect_timeout_s = connect_timeout_s or self.connect_timeout_s
         try:
-            async with asyncio.timeout(self.connect_timeout_s):
+            async with asyncio.timeout(connect_timeout_s):
                 reader, writer = await asyncio.open_connection(
                     target.host, target.port, ssl=context, limit=READ_CHUNK
                 )
         except TimeoutError:
             raise HttpFailure(
                 f"cannot connect to {target.host}:{target.port}: "
-                f"no answer within {self.connect_timeout_s:g} s"
+                f"no answer within {connect_timeout_s:g} s"
             ) from None
         except ssl.SSLCertVerificationError as error:
             raise HttpFailure(f"TLS certificate not trusted: {error.verify_message}") from error
@@ -206,7 +265,12 @@ class HttpClient:
             connection.close()  # the server asked to close, or enough are kept
             return
         protocol.start_next_cycle()
+        connection.idle_since = time.monotonic()
         self._idle[target.key].append(connection)
+
+    def _drop_idle(self, target: _Target) -> None:
+        for connection in self._idle.pop(target.key, []):
+            connection.close()
 
     def _discard(self, connection: _Connection) -> None:
         self._busy.discard(connection)
@@ -222,33 +286,24 @@ class HttpClient:
         headers: dict[str, str],
         body: bytes,
         max_body: int | None,
-    ) -> HttpResponse:
-        protocol = connection.protocol
-        request_headers = [("Host", target.host_header), ("User-Agent", USER_AGENT)]
-        request_headers += list(headers.items())
-        if body or method in ("POST", "PUT", "PATCH"):
-            request_headers.append(("Content-Length", str(len(body))))
-        try:
-            data = protocol.send(h11.Request(method=method, target=target.path,
-                                             headers=request_headers))  # fmt: skip
-        except h11.LocalProtocolError as error:
-            raise HttpFailure(f"cannot send this request: {error}") from error
-        if body:
-            data += protocol.send(h11.Data(data=body)) or b""
-        data += protocol.send(h11.EndOfMessage()) or b""
+    ) -> tuple[HttpResponse, bool]:
+        """The answer, and whether its body was read whole (else the connection is spent)."""
+        data = _encode_request(connection.protocol, method, target, headers, body)
         answered = False
         try:
-            connection.writer.write(data or b"")
+            connection.writer.write(data)
             await connection.writer.drain()
             status, response_headers = await self._read_head(connection)
             answered = True
-            response_body = await self._read_body(connection, response_headers, max_body)
+            response_body, whole = await self._read_body(
+                connection, method, status, response_headers, max_body
+            )
         except (OSError, ssl.SSLError, h11.RemoteProtocolError) as error:
             if connection.reused and not answered:
                 self._discard(connection)
-                raise _StaleConnection() from error
+                raise _StaleConnection(f"a kept connection failed: {_describe(error)}") from error
             raise HttpFailure(_describe(error)) from error
-        return HttpResponse(status, response_headers, response_body)
+        return HttpResponse(status, response_headers, response_body), whole
 
     async def _read_head(self, connection: _Connection) -> tuple[int, dict[str, str]]:
         while True:
@@ -262,23 +317,51 @@ class HttpClient:
             raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before a response")
 
     async def _read_body(
-        self, connection: _Connection, headers: dict[str, str], max_body: int | None
-    ) -> bytes:
-        if max_body is not None and _declared_length(headers) > max_body:
+        self,
+        connection: _Connection,
+        method: str,
+        status: int,
+        headers: dict[str, str],
+        max_body: int | None,
+    ) -> tuple[bytes, bool]:
+        success = 200 <= status < 300
+        has_body = method != "HEAD" and status not in (204, 304)
+        if success and has_body and max_body is not None and _declared_length(headers) > max_body:
             raise BodyTooLarge(max_body)  # a claim is enough to refuse; nothing more is read
+        limit = max_body if success else ERROR_BODY_CAP
         chunks: list[bytes] = []
         size = 0
         while True:
             event = await _next_event(connection)
             if isinstance(event, h11.Data):
+                if limit is not None and size + len(event.data) > limit:
+                    if success:
+                        raise BodyTooLarge(limit)
+                    chunks.append(bytes(event.data)[: limit - size])
+                    return b"".join(chunks), False
                 size += len(event.data)
-                if max_body is not None and size > max_body:
-                    raise BodyTooLarge(max_body)
                 chunks.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage):
-                return b"".join(chunks)
+                return b"".join(chunks), True
             else:
                 raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} in a body")
+
+
+def _encode_request(
+    protocol: h11.Connection, method: str, target: _Target, headers: dict[str, str], body: bytes
+) -> bytes:
+    request_headers = [("Host", target.host_header), ("User-Agent", USER_AGENT)]
+    request_headers += list(headers.items())
+    if body or method in ("POST", "PUT", "PATCH"):
+        request_headers.append(("Content-Length", str(len(body))))
+    try:
+        data = protocol.send(h11.Request(method=method, target=target.path,
+                                         headers=request_headers)) or b""  # fmt: skip
+    except (h11.LocalProtocolError, UnicodeError, ValueError) as error:
+        raise HttpFailure(f"cannot send this request: {error}") from error
+    if body:
+        data += protocol.send(h11.Data(data=body)) or b""
+    return data + (protocol.send(h11.EndOfMessage()) or b"")
 
 
 async def _next_event(connection: _Connection) -> h11.Event | type[h11.PAUSED]:
@@ -295,7 +378,10 @@ async def _next_event(connection: _Connection) -> h11.Event | type[h11.PAUSED]:
 
 
 def _parse(url: str) -> _Target:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:
+        raise HttpFailure(f"not a URL: {url!r}: {error}") from error
     if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
         raise HttpFailure(f"not an http(s) URL: {url!r}")
     try:

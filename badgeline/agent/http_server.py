@@ -104,8 +104,10 @@ class HttpServer:
                 if protocol.our_state is not h11.DONE or protocol.their_state is not h11.DONE:
                     return  # either side asked to close
                 protocol.start_next_cycle()
-        except (OSError, h11.ProtocolError, asyncio.IncompleteReadError):
-            return  # a broken client: nothing to answer
+        except h11.RemoteProtocolError as error:
+            await _refuse(writer, protocol, error)
+        except (OSError, h11.LocalProtocolError, asyncio.IncompleteReadError):
+            return  # a broken connection: nothing to answer
         finally:
             self._connections.pop(task, None)
             writer.close()
@@ -131,7 +133,7 @@ class HttpServer:
             elif isinstance(event, h11.Data):
                 body += event.data
                 if len(body) > MAX_REQUEST_BODY:
-                    raise h11.RemoteProtocolError("request body too large")
+                    raise h11.RemoteProtocolError("the request body is too large", 413)
             elif isinstance(event, h11.EndOfMessage) and head is not None:
                 headers = {name.decode("latin-1"): value.decode("latin-1")
                            for name, value in head.headers}  # fmt: skip
@@ -146,6 +148,19 @@ class HttpServer:
             return await self.handler(request)
         except Exception as error:  # one bad request must not take the port down
             return json_reply({"error": f"internal error: {type(error).__name__}"}, 500)
+
+
+async def _refuse(
+    writer: asyncio.StreamWriter, protocol: h11.Connection, error: h11.RemoteProtocolError
+) -> None:
+    """Answer a malformed or oversized request with a 4xx that says so, then close."""
+    if protocol.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+        return  # an answer is already under way: only closing is left
+    reply = json_reply({"error": str(error)}, error.error_status_hint,
+                       headers={"Connection": "close"})  # fmt: skip
+    with contextlib.suppress(OSError, h11.ProtocolError):
+        writer.write(_encode(protocol, "GET", reply))
+        await writer.drain()
 
 
 def _encode(protocol: h11.Connection, method: str, reply: Reply) -> bytes:

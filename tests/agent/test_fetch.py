@@ -64,6 +64,8 @@ class BadgeHost:
         app.router.add_get("/badge.pdf", self.badge)
         app.router.add_get("/endless.pdf", self.endless)
         app.router.add_get("/flaky.pdf", self.flaky)
+        app.router.add_get("/moved.pdf", self.moved)
+        app.router.add_get("/busy.pdf", self.busy)
         return app
 
     async def badge(self, request: web.Request) -> web.Response:
@@ -78,6 +80,13 @@ class BadgeHost:
         for _ in range(100):
             await response.write(b"%" * 8192)
         return response
+
+    async def moved(self, request: web.Request) -> web.Response:
+        raise web.HTTPFound("/badge.pdf")  # a CDN or an http -> https hop
+
+    async def busy(self, request: web.Request) -> web.Response:
+        # An overloaded host's error page can be larger than any badge: still a 503.
+        return web.Response(status=503, body=b"<html>" + b"busy " * 50_000)
 
     async def flaky(self, request: web.Request) -> web.Response:
         if self.flaky_failures_left:
@@ -103,6 +112,8 @@ async def test_http_refs_are_streamed_with_a_size_limit_and_without_the_agent_to
         await fetcher(http).fetch(badge_host.url + "/endless.pdf")
     with pytest.raises(FetchRefused, match=r"not found \(HTTP 404\)"):
         await fetcher(http).fetch(badge_host.url + "/missing.pdf")
+    # AND a redirect is followed to the badge
+    assert await fetcher(http).fetch(badge_host.url + "/moved.pdf") == badge_pdf
 
 
 async def test_a_passing_server_error_is_retried_before_the_job_is_failed(
@@ -112,6 +123,9 @@ async def test_a_passing_server_error_is_retried_before_the_job_is_failed(
     badge_host.flaky_failures_left = 5
     with pytest.raises(FetchRefused, match="after 3 attempts"):
         await fetcher(http).fetch(badge_host.url + "/flaky.pdf")
+    # AND an error page larger than a badge is still a passing server error, not "too large"
+    with pytest.raises(FetchRefused, match=r"after 3 attempts.*HTTP 503"):
+        await fetcher(http).fetch(badge_host.url + "/busy.pdf")
 
 
 @pytest.mark.parametrize("spelling", ["artifact://{}.pdf", "artifact:///{}.pdf"])

@@ -17,11 +17,12 @@ import aiohttp
 import h11
 import pytest
 
+from badgeline.agent import http_client
 from badgeline.agent.http_client import BodyTooLarge, HttpClient, HttpFailure
 from badgeline.agent.http_server import HttpServer, Reply, Request, json_reply
 
-# An answer: status and body (sent with its Content-Length).
-Answer = tuple[int, bytes]
+# An answer: status and body (sent with its Content-Length), and any other headers.
+Answer = tuple[int, bytes] | tuple[int, bytes, dict[str, str]]
 # What the scripted server does with the n-th request (1-based) on a connection.
 Script = Callable[[int, h11.Request], Awaitable[Answer | None]]
 
@@ -70,10 +71,12 @@ class ScriptedServer:
                 answer = await self.script(number, head)
                 if answer is None:
                     return  # hang up without answering
-                status, payload = answer
-                headers = [("Content-Length", str(len(payload)))]
+                status, payload = answer[0], answer[1]
+                extra = answer[2] if len(answer) == 3 else {}  # type: ignore[misc]
+                headers = [("Content-Length", str(len(payload))), *extra.items()]
                 data = protocol.send(h11.Response(status_code=status, headers=headers)) or b""
-                data += protocol.send(h11.Data(data=payload)) or b""
+                if head.method != b"HEAD":
+                    data += protocol.send(h11.Data(data=payload)) or b""
                 data += protocol.send(h11.EndOfMessage()) or b""
                 writer.write(data)
                 await writer.drain()
@@ -114,6 +117,71 @@ async def test_a_kept_connection_the_server_drops_is_replaced_and_the_request_se
         assert first.json() == {"number": 1} and second.json() == {"number": 1}
         assert server.connections == 2
         assert [target for target, _ in server.requests] == ["/a", "/b", "/b"]
+
+
+async def test_only_idempotent_requests_are_sent_again_after_a_kept_connection_fails() -> None:
+    # The server may have read the request and died before answering: a lease
+    # (not idempotent) must then fail to its caller, not be sent twice.
+    async def drop_second(number: int, request: h11.Request) -> Answer | None:
+        return None if number == 2 else ok({"number": number})
+
+    async with ScriptedServer(drop_second) as server, HttpClient() as http:
+        await http.request("POST", server.url + "/heartbeat", body=b"{}", timeout_s=5)
+        with pytest.raises(HttpFailure, match="kept connection"):
+            await http.request("POST", server.url + "/lease", body=b"{}", timeout_s=5)
+        assert [target for target, _ in server.requests] == ["/heartbeat", "/lease"]
+        await http.request("POST", server.url + "/heartbeat", body=b"{}", timeout_s=5)
+        answer = await http.request("POST", server.url + "/ack", body=b"{}", timeout_s=5,
+                                    idempotent=True)  # fmt: skip
+        assert answer.json() == {"number": 1}
+        assert [target for target, _ in server.requests][2:] == ["/heartbeat", "/ack", "/ack"]
+
+
+async def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def echo(number: int, request: h11.Request) -> Answer:
+        return ok({"number": number})
+
+    monkeypatch.setattr(http_client, "IDLE_EXPIRY_S", 0.0)
+    async with ScriptedServer(echo) as server, HttpClient() as http:
+        await http.request("GET", server.url + "/a", timeout_s=5)
+        assert (await http.request("GET", server.url + "/b", timeout_s=5)).json() == {"number": 1}
+        assert server.connections == 2
+
+
+async def test_redirects_are_followed_when_asked_and_the_token_stays_with_its_host() -> None:
+    async def elsewhere(number: int, request: h11.Request) -> Answer:
+        return ok({"authorization": dict(request.headers).get(b"authorization", b"").decode()})
+
+    async with ScriptedServer(elsewhere) as other, HttpClient() as http:
+
+        async def moved(number: int, request: h11.Request) -> Answer:
+            if request.target == b"/old.pdf":
+                return 302, b"", {"Location": "/new.pdf"}
+            if request.target == b"/new.pdf":
+                return 301, b"", {"Location": other.url + "/cdn.pdf"}
+            return ok({"never": True})
+
+        async with ScriptedServer(moved) as server:
+            token = {"Authorization": "Bearer t"}
+            unfollowed = await http.request("GET", server.url + "/old.pdf", headers=token,
+                                            timeout_s=5)  # fmt: skip
+            assert unfollowed.status == 302
+            answer = await http.request("GET", server.url + "/old.pdf", headers=token,
+                                        timeout_s=5, follow_redirects=True)  # fmt: skip
+            assert answer.json() == {"authorization": ""}
+            assert [target for target, _ in server.requests][-2:] == ["/old.pdf", "/new.pdf"]
+
+
+async def test_an_error_answer_is_returned_with_its_body_cut_and_a_head_has_no_body() -> None:
+    async def failing(number: int, request: h11.Request) -> Answer:
+        return 503, b"x" * (http_client.ERROR_BODY_CAP * 3)
+
+    async with ScriptedServer(failing) as server, HttpClient() as http:
+        answer = await http.request("GET", server.url + "/a.pdf", timeout_s=5, max_body=10)
+        assert answer.status == 503 and len(answer.body) == http_client.ERROR_BODY_CAP
+        head = await http.request("HEAD", server.url + "/a.pdf", timeout_s=5, max_body=10)
+        assert head.status == 503 and head.body == b""
+        assert server.connections == 2  # the cut answer's connection was not reused
 
 
 async def test_a_fresh_connection_that_is_dropped_is_a_failure_not_a_retry() -> None:
@@ -226,3 +294,18 @@ async def test_closing_the_server_ends_idle_kept_alive_connections_at_once() -> 
             await asyncio.wait_for(server.close(), timeout=5)
         with pytest.raises(HttpFailure):
             await http.request("GET", url, timeout_s=5)
+
+
+async def test_the_server_answers_a_malformed_or_oversized_request_with_a_4xx() -> None:
+    async def handler(request: Request) -> Reply:
+        return json_reply({"ok": True})
+
+    async with serving(handler) as server:
+        for raw, status in ((b"NOT HTTP\r\n\r\n", b"400"),
+                            (b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 70000\r\n\r\n"
+                             + b"x" * 70000, b"413")):  # fmt: skip
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(raw)
+            answer = await asyncio.wait_for(reader.read(), timeout=5)  # read to the close
+            writer.close()
+            assert answer.split(b" ")[1] == status, answer[:80]
