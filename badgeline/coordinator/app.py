@@ -24,7 +24,11 @@ from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR, Coordinator
 from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.http import correlation_middleware, error_middleware, json_response
-from badgeline.coordinator.lease_scanner import expire_leases_once
+from badgeline.coordinator.lease_scanner import (
+    LEASED_REPAIR_INTERVAL_S,
+    expire_leases_once,
+    repair_leased_sets_once,
+)
 from badgeline.coordinator.openapi import build_openapi, registered_routes
 from badgeline.coordinator.redis_client import RedisClient
 from badgeline.coordinator.routing import Router
@@ -97,6 +101,8 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     loops = [
         UpkeepLoop("lease_scanner", lambda: expire_leases_once(coordinator.store),
                    settings.lease_scan_interval_s),
+        UpkeepLoop("leased_repair", lambda: repair_leased_sets_once(coordinator.store),
+                   LEASED_REPAIR_INTERVAL_S),
         UpkeepLoop("failover_monitor", coordinator.failover.tick, settings.monitor_interval_s,
                    coordinator.monitor_wakeup),
     ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""Returns expired, never-granted leases to their queues.
+"""Returns expired, never-granted leases to their queues; keeps the leased sets exact.
 
 Safe to run in every coordinator replica at once: each pass is one atomic
 script, so two scanners can never both return the same job. The loop around
@@ -7,10 +7,14 @@ it is an `UpkeepLoop` (see upkeep.py).
 
 from __future__ import annotations
 
-from badgeline.coordinator.events import job_event
+import logging
+
+from badgeline.coordinator.events import job_event, log_event
 from badgeline.coordinator.store import JobStore
 
 ACTOR = "coordinator:lease-scanner"
+# The leased sets need repair only after an older coordinator touched the jobs.
+LEASED_REPAIR_INTERVAL_S = 30.0
 
 
 async def expire_leases_once(store: JobStore) -> int:
@@ -22,3 +26,11 @@ async def expire_leases_once(store: JobStore) -> int:
             correlation_id=lease.trace.correlation_id, lease_id=lease.lease_id,
         )  # fmt: skip
     return len(expired)
+
+
+async def repair_leased_sets_once(store: JobStore) -> int:
+    dropped = await store.repair_leased_sets()
+    if dropped:
+        log_event("leased_sets_repaired", logging.WARNING, dropped=dropped,
+                  why="jobs left leased by a coordinator that keeps no such sets")  # fmt: skip
+    return dropped

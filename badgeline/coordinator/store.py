@@ -311,6 +311,11 @@ class JobStore:
             for r in reply
         ]
 
+    async def repair_leased_sets(self) -> int:
+        """Drop stale members of the printers' leased sets (routing load); how many."""
+        k = self.keys
+        return int(await self._run("repair_leased", [k.printers], [k.prefix]))
+
     async def dead_letter_ids(self, limit: int = 1000) -> list[str]:
         return [_text(m) for m in await self.redis.zrange(self.keys.dead_letters, 0, limit - 1)]
 

@@ -12,6 +12,8 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.lease_scanner import repair_leased_sets_once
+from badgeline.coordinator.store import JobStore
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.helpers import job_body, wait_for
@@ -132,3 +134,24 @@ async def test_a_leased_job_leaves_its_printers_load_by_every_way_out(
 
     await wait_for(returned, timeout_s=10)
     assert await leased_ids() == set()
+
+
+async def test_stale_leased_members_left_by_an_older_coordinator_are_repaired(
+    client: Client, redis: Redis, settings: CoordinatorSettings
+) -> None:
+    # GIVEN a job printer-a's agent really holds, and one an older coordinator
+    # started (or canceled) without taking it out of the leased set
+    keys = VenueKeys(settings.venue)
+    await _beat(client, "printer-a")
+    await _beat(client, "printer-b")
+    held = await flows.submit(client, **job_body("printer-a"))
+    gone = await flows.submit(client, **job_body("printer-a"))
+    await flows.lease(client, "printer-a", max_jobs=2)
+    await flows.cancel(client, gone["job_id"])
+    await redis.sadd(keys.leased("printer-a"), gone["job_id"])  # what the old release left
+    # WHEN the repair runs
+    store = JobStore(redis, settings)
+    assert await repair_leased_sets_once(store) == 1
+    # THEN only the job still leased counts, and routing sees printer-a as it is
+    assert await redis.smembers(keys.leased("printer-a")) == {held["job_id"].encode()}
+    assert await repair_leased_sets_once(store) == 0
