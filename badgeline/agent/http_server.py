@@ -83,6 +83,11 @@ class HttpServer:
         await listener.wait_closed()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._listener is None:
+            # Accepted just as close() ran, before this task was there to cancel:
+            # close it here (Python 3.12's wait_closed() would wait for it).
+            writer.close()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._connections[task] = False
