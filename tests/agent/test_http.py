@@ -141,7 +141,7 @@ async def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.Monk
     async def echo(number: int, request: h11.Request) -> Answer:
         return ok({"number": number})
 
-    monkeypatch.setattr(http_client, "IDLE_EXPIRY_S", 0.0)
+    monkeypatch.setattr(http_client, "IDLE_EXPIRY_S", -1.0)  # every kept one is stale
     async with ScriptedServer(echo) as server, HttpClient() as http:
         await http.request("GET", server.url + "/a", timeout_s=5)
         assert (await http.request("GET", server.url + "/b", timeout_s=5)).json() == {"number": 1}
