@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ IDLE_TIMEOUT_S = 30.0
 # On close, a request being answered (a test print) gets this long to finish.
 SHUTDOWN_GRACE_S = 1.0
 SERVER_NAME = "badgeline-agent"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -152,6 +154,8 @@ class HttpServer:
         try:
             return await self.handler(request)
         except Exception as error:  # one bad request must not take the port down
+            log.exception("the status port's handler failed for %s %s", request.method,
+                          request.path)  # fmt: skip
             return json_reply({"error": f"internal error: {type(error).__name__}"}, 500)
 
 
