@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import secrets
 import signal
 import time
 from pathlib import Path
@@ -35,7 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=180, help="--once gives up after this")
 
 
-def submit_badges(venue: LocalVenue, count: int) -> list[str]:
+def submit_badges(venue: LocalVenue, count: int, run_tag: str) -> list[str]:
+    """Upload and submit `count` sample badges; `run_tag` makes this run's scans its own.
+
+    The demo's directory keeps the venue's Redis between runs, like a real venue
+    keeps its state: a second run is a new check-in day, so its scans must not
+    reuse the first run's idempotency keys (the PDFs differ, so that would be a
+    409 conflict; the same PDFs would be duplicates printed the day before).
+    """
     from badgeline.samples import sample_badge_pdf
 
     job_ids = []
@@ -50,7 +58,7 @@ def submit_badges(venue: LocalVenue, count: int) -> list[str]:
             "attendee_id": attendee, "badge_pdf_ref": f"artifact://{sha}.pdf",
             "printer_target": targets[n % len(targets)],
             "priority": 10 if n % 9 == 0 else 100,  # a few VIPs jump the line
-            "idempotency_key": f"demo-scan-{attendee}",
+            "idempotency_key": f"demo-{run_tag}-scan-{attendee}",
         }, venue.kiosk_token)  # fmt: skip
         job_ids.append(job["job_id"])
     return job_ids
@@ -81,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         venue.start()
         started = time.monotonic()
-        job_ids = submit_badges(venue, args.badges)
+        job_ids = submit_badges(venue, args.badges, run_tag=secrets.token_hex(4))
         print(f"  submitted {len(job_ids)} badges")
         _print_where_to_look(venue)
         if not args.once:
