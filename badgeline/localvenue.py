@@ -264,19 +264,37 @@ class LocalVenue:
             self.wait_for_coordinator(index)
         for printer_id in self.printer_ids:
             self.wait_for_emulator(printer_id)
+        agents_started_at = time.time()
         for printer_id in self.printer_ids:
             self.start_agent(printer_id)
         agents = [f"agent-{p}" for p in self.printer_ids]
-        wait_until(lambda: all(self._alive(a) for a in agents) and self.all_printers_healthy(),
+        wait_until(lambda: all(self._alive(a) for a in agents)
+                   and self.all_printers_healthy(heard_since=agents_started_at),
                    60, "every printer to report healthy")  # fmt: skip
 
     def printer_states(self) -> dict[str, str]:
         printers = self.api("GET", "/v1/printers")["printers"]
         return {p["printer_id"]: p["state"] for p in printers}
 
-    def all_printers_healthy(self) -> bool:
-        states = self.printer_states()
-        return all(states.get(p) == "healthy" for p in self.printer_ids)
+    def all_printers_healthy(self, heard_since: float | None = None) -> bool:
+        """Every printer `healthy`; with `heard_since`, on a heartbeat sent after it.
+
+        A venue kept from an earlier run (the demo's folder) still lists its printers
+        `healthy` from their last heartbeats, long stale: routing takes no printer
+        whose heartbeat is stale, so only this run's heartbeats make the venue ready.
+        """
+        printers = self.api("GET", "/v1/printers")["printers"]
+        now = time.time()
+        seen = {p["printer_id"]: p for p in printers}
+
+        def ready(printer_id: str) -> bool:
+            printer = seen.get(printer_id)
+            if printer is None or printer["state"] != "healthy":
+                return False
+            age = printer.get("last_heartbeat_age_s")
+            return heard_since is None or (age is not None and now - age >= heard_since - 0.5)
+
+        return all(ready(p) for p in self.printer_ids)
 
     def stop(self) -> None:
         # Agents first, so they do not spend their last seconds retrying a dead coordinator.
