@@ -91,7 +91,9 @@ async def reprint(request: web.Request) -> web.Response:
     original = await _original(coordinator, original_id)
     store, cid = coordinator.store, correlation_id(request)
     seconds, micros = await store.redis.time()
-    requested_at = int(seconds) + int(micros) / 1_000_000
+    # Milliseconds, as every history entry the scripts write (now_ms): with microseconds
+    # this entry could sort after the `accepted` one written in the same millisecond.
+    requested_at = (int(seconds) * 1000 + int(micros) // 1000) / 1000
     n = await store.redis.incr(store.keys.reprint_sequence(original_id))
     job = PrintJob(
         attendee_id=original.attendee_id, badge_pdf_ref=original.badge_pdf_ref,
