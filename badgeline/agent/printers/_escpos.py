@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass
 from types import ModuleType
@@ -52,6 +50,11 @@ def escpos_api() -> EscposApi:
 
 
 def _import_escpos() -> EscposApi:
+    # Imported here, not at the top: tempfile and shutil (with the bz2 and lzma
+    # modules shutil loads) cost 0.8 MB, and only a USB link or a profile gets here.
+    import shutil
+    import tempfile
+
     importing_thread = threading.get_ident()
     created: list[str] = []
     original_mkdtemp = tempfile.mkdtemp
