@@ -28,11 +28,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import SecretStr
+from badgeline.agent.pydantic_plugins import skip_plugin_discovery
 
-from badgeline import systemd_notify
-from badgeline.agent.config import AgentSettings, ConfigError, load_agent_settings
-from badgeline.coordinator.events import configure_logging, log_event
+# Before the first pydantic model below is defined (2.2 MB; see the module).
+skip_plugin_discovery()
+
+from pydantic import SecretStr  # noqa: E402
+
+from badgeline import systemd_notify  # noqa: E402
+from badgeline.agent.config import AgentSettings, ConfigError, load_agent_settings  # noqa: E402
+from badgeline.coordinator.events import configure_logging, log_event  # noqa: E402
 
 if TYPE_CHECKING:
     from badgeline.agent.service import Agent
