@@ -21,6 +21,7 @@ loops back off exactly as they do through an outage.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import ssl
 import time
@@ -215,17 +216,15 @@ class CoordinatorClient:
     ) -> Any:
         # idempotent: the coordinator applies the call once however often it comes
         # (start, ack, heartbeat), so the HTTP client may resend it on a new connection.
-        base_url = self.base_url
-        if base_url is None:
-            raise self._unavailable("no coordinator found yet (looking for it by mDNS)")
+        timeout_s = timeout_s or self.request_timeout_s
+        base_url = await self._coordinator_url(timeout_s)
         headers = {**self.auth_headers, "Content-Type": "application/json"}
         if correlation_id:
             headers[CORRELATION_HEADER] = correlation_id
         payload = body.model_dump_json(exclude_none=True) if body is not None else "{}"
         request = asyncio.ensure_future(
             self.http.request("POST", base_url + path, headers=headers, body=payload.encode(),
-                              timeout_s=timeout_s or self.request_timeout_s,
-                              idempotent=idempotent)
+                              timeout_s=timeout_s, idempotent=idempotent)
         )  # fmt: skip
         moved = asyncio.ensure_future(self._moved.wait())
         try:
@@ -246,6 +245,18 @@ class CoordinatorClient:
         for listener in self._success_listeners:
             listener()
         return data
+
+    async def _coordinator_url(self, timeout_s: float) -> str:
+        """Where to send a call. While mDNS has not found the coordinator yet, the
+        call waits for it (up to its own timeout) rather than failing: a failure
+        would put the loop into its back-off, and an agent at boot would send its
+        first heartbeat and lease a second or more after the coordinator was found."""
+        if self.base_url is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._moved.wait(), timeout_s)
+        if self.base_url is None:
+            raise self._unavailable("no coordinator found yet (looking for it by mDNS)")
+        return self.base_url
 
     def _unavailable(self, problem: str) -> CoordinatorUnavailable:
         self.reachable, self.last_problem = False, problem

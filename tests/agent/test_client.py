@@ -136,18 +136,28 @@ async def test_answers_with_new_fields_are_read_and_5xx_is_unavailable(
             await client.lease(wait_s=0, max_jobs=1)
 
 
-async def test_a_client_with_no_coordinator_yet_is_unavailable_until_it_learns_one(
+async def test_a_call_before_mdns_finds_the_coordinator_waits_for_it_then_goes_there(
     coordinator: LiveCoordinator,
 ) -> None:
     # GIVEN a client whose coordinator mDNS has not found yet
-    async with CoordinatorClient(None, "printer-a", agent_token("printer-a")) as client:
-        # THEN every call is "unavailable" (the loops back off as in an outage)
+    token = agent_token("printer-a")
+    async with CoordinatorClient(None, "printer-a", token, request_timeout_s=0.3) as client:
+        # THEN a call that is not found a coordinator within its timeout is
+        # "unavailable", saying why (the loops back off as in an outage)
         with pytest.raises(CoordinatorUnavailable, match="no coordinator found yet"):
             await client.heartbeat(beat())
         assert client.reachable is False
-        # WHEN it learns where the coordinator is THEN calls go there
+        # WHEN a call is made, still before the coordinator is found
+        client.request_timeout_s = 30
+        call = asyncio.create_task(client.heartbeat(beat()))
+        # THEN it waits (it does not fail into a back-off that would delay the
+        # agent's first heartbeat and lease past the moment the coordinator is found)
+        done, _ = await asyncio.wait({call}, timeout=0.2)
+        assert not done
+        # WHEN mDNS finds the coordinator THEN the waiting call goes there at once
         client.move_to(coordinator.url)
-        assert (await client.heartbeat(beat())).state is PrinterState.HEALTHY
+        async with asyncio.timeout(10):
+            assert (await call).state is PrinterState.HEALTHY
         assert client.reachable is True and client.last_answer_at is not None
 
 
