@@ -89,7 +89,8 @@ class LocalVenue:
     Redis server the venue starts itself (as `shared_redis` does for one); agents
     talk to the first unless `agent_overrides` says otherwise. `agent_overrides`
     maps a printer id to settings laid over its agent's config (tables merge), e.g.
-    `{"printer-b": {"coordinator_url": venue.coordinator_urls[1]}}`."""
+    `{"printer-b": {"coordinator_url": venue.coordinator_urls[1]}}`; a None value
+    leaves the key out of the config."""
 
     root: Path
     printer_ids: tuple[str, ...] = DEFAULT_PRINTERS
@@ -190,6 +191,9 @@ class LocalVenue:
             "mdns": False,
         }
         for key, value in self.agent_overrides.get(slot.printer_id, {}).items():
+            if value is None:  # TOML has no null: None leaves the key out (its default)
+                config.pop(key, None)
+                continue
             merge = isinstance(value, dict) and isinstance(config.get(key), dict)
             config[key] = {**config[key], **value} if merge else value
         path = self.root / f"agent-{slot.printer_id}.toml"

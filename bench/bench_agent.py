@@ -26,12 +26,15 @@ other on the same journal: one start not counted, then `--runs` measured.
   cache bytecode under a PYTHONPYCACHEPREFIX in the temporary directory
   (`--no-bytecode-cache` keeps the inherited setting).
 
-Targets (issue 3): start-up ≤ 1.5 s, idle RSS ≤ 45 MB. Both are measured three
+Targets (issue 3): start-up ≤ 1.5 s, idle RSS ≤ 45 MB. Both are measured four
 ways: with the agent's defaults but `mdns = false` (as the bench's venue
 configures its agents); with `render_worker_idle_s = 0` (the worker started
 with the agent and kept, as while badges come), to show what the worker
-costs; and with `mdns = true`, the agent's real default, where it advertises
-itself and so loads zeroconf.
+costs; with `mdns = true`, the agent's real default, where it advertises
+itself and so loads zeroconf; and as `badgeline provision` sets up a Pi, with
+no `coordinator_url`: the agent also browses mDNS for its venue's coordinator
+(advertised on 127.0.0.1 by `python -m badgeline.discovery`), so its start-up
+includes finding it.
 
 `--explain` adds where the time and memory go: `python -X importtime` of the
 agent's modules, and VmRSS, RssAnon and the Python heap (tracemalloc) after
@@ -41,13 +44,16 @@ each layer of imports the agent needs, in order.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import secrets
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +66,7 @@ PRINTER = "printer-a"
 START_TARGET_S = 1.5
 RSS_TARGET_MB = 45.0
 POLL_S = 0.01
+LOOPBACK = "127.0.0.1"
 AGENT_MODULES = ("badgeline.agent.main", "badgeline.agent.service")
 
 
@@ -337,8 +344,37 @@ def run_all(root: Path, runs: int, settle_s: float) -> None:
         # coordinator_url is configured, so it does not browse for one.
         report("defaults with mdns = true (the agent advertises itself on the LAN)",
                measure(venue, runs, settle_s, worker_idle_s="600", mdns=True))  # fmt: skip
+        # As `badgeline provision` sets a Pi up by default: no coordinator_url, so the
+        # agent also browses for its venue's coordinator and follows it.
+        with advertised_coordinator(venue) as venue_name:
+            venue.agent_overrides[PRINTER] = {"coordinator_url": None, "venue": venue_name,
+                                              "mdns_interfaces": [LOOPBACK]}  # fmt: skip
+            report("defaults with mdns = true and no coordinator_url (found by mDNS, as"
+                   " provisioned)",
+                   measure(venue, runs, settle_s, worker_idle_s="600", mdns=True))  # fmt: skip
     finally:
         venue.stop()
+
+
+@contextlib.contextmanager
+def advertised_coordinator(venue: LocalVenue) -> Iterator[str]:
+    """The venue's coordinator advertised on loopback under a venue name of its own
+    (`python -m badgeline.discovery`, in its own process); yields the name."""
+    name = f"bench-{secrets.token_hex(4)}"
+    advertiser = subprocess.Popen(
+        [sys.executable, "-m", "badgeline.discovery", "--interface", LOOPBACK,
+         "advertise-coordinator", "--venue", name, "--port", str(venue.coordinator_port)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert advertiser.stdout is not None
+        line = advertiser.stdout.readline()
+        if not line.startswith("ready"):
+            raise RuntimeError(f"the mDNS advertiser did not start: {line!r}")
+        yield name
+    finally:
+        advertiser.terminate()
+        advertiser.wait(10)
 
 
 def main() -> int:
