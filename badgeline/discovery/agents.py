@@ -32,6 +32,7 @@ from badgeline.discovery.names import (
     AGENT_SERVICE_TYPE,
     DEFAULT_TIMING,
     DNS_CLASS_IN,
+    DNS_FLAGS_QUERY,
     DNS_TYPE_SRV,
     TXT_MODEL,
     TXT_PRINTER_ID,
@@ -42,7 +43,6 @@ from badgeline.discovery.names import (
 )
 
 log = logging.getLogger(__name__)
-_FLAGS_QUERY = 0x0000
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ class AgentBrowser:
                 continue
             # One query naming every known agent's SRV: answers bump last_seen
             # through _LastSeenListener; silence lets it age into "stale".
-            query = DNSOutgoing(_FLAGS_QUERY)
+            query = DNSOutgoing(DNS_FLAGS_QUERY)
             for name in self._agents:
                 query.add_question(DNSQuestion(name, DNS_TYPE_SRV, DNS_CLASS_IN))
             self._zeroconf.zeroconf.async_send(query)

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
-from zeroconf import IPVersion, ServiceStateChange, Zeroconf
+from zeroconf import DNSOutgoing, DNSQuestion, IPVersion, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from badgeline.discovery.errors import CoordinatorNotFound
 from badgeline.discovery.names import (
     COORDINATOR_SERVICE_TYPE,
     DEFAULT_TIMING,
+    DNS_CLASS_IN,
+    DNS_FLAGS_QUERY,
+    DNS_TYPE_PTR,
     TXT_API_PATH,
     TXT_SCHEME,
     TXT_VENUE,
@@ -32,6 +35,10 @@ from badgeline.discovery.names import (
 )
 
 log = logging.getLogger(__name__)
+
+# When nothing has answered this long after start, the follower asks once more
+# for a multicast answer (see CoordinatorFollower._ask_again_by_multicast).
+MULTICAST_RETRY_AFTER_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,28 @@ class CoordinatorFollower:
             handlers=[self._on_state_change],
             delay=self._timing.browse_interval_ms,
         )
+        self._spawn(self._ask_again_by_multicast())
+
+    async def _ask_again_by_multicast(self) -> None:
+        """python-zeroconf asks its first question with the unicast-response bit
+        (QU, RFC 6762 §5.4), and its next one a second later. A unicast answer to
+        port 5353 reaches only one of the sockets bound to that port on the host:
+        beside the agent, avahi-daemon on a Pi, or the other badgeline processes
+        on a test machine. When it went to another socket, the agent found the
+        coordinator 1.1 s after start instead of 0.1 s (bench/bench_agent.py,
+        found by mDNS). So, with no answer shortly after start, ask once more with
+        a question whose answer is multicast, which every socket receives."""
+        await asyncio.sleep(MULTICAST_RETRY_AFTER_S)
+        if self._location is not None or self._zeroconf is None:
+            return
+        query = DNSOutgoing(DNS_FLAGS_QUERY)
+        query.add_question(DNSQuestion(COORDINATOR_SERVICE_TYPE, DNS_TYPE_PTR, DNS_CLASS_IN))
+        self._zeroconf.zeroconf.async_send(query)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def stop(self) -> None:
         for task in list(self._tasks):
@@ -159,9 +188,7 @@ class CoordinatorFollower:
                 log.warning("mDNS: coordinator %s said goodbye; keeping its last address", name)
                 self._present = False
             return
-        task = asyncio.ensure_future(self._resolve(name))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._resolve(name))
 
     async def _resolve(self, name: str) -> None:
         assert self._zeroconf is not None

@@ -27,7 +27,9 @@ TXT_VENUE = "venue"
 TXT_API_PATH = "api"
 TXT_SCHEME = "scheme"  # http or https: how to talk to the coordinator at that address
 
-# DNS wire constants (RFC 1035 / RFC 2782), used for the liveness probe queries.
+# DNS wire constants (RFC 1035 / RFC 2782), for the queries badgeline sends itself.
+DNS_FLAGS_QUERY = 0x0000
+DNS_TYPE_PTR = 12
 DNS_TYPE_SRV = 33
 DNS_CLASS_IN = 1
 

@@ -6,8 +6,10 @@ import asyncio
 import shutil
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
+from zeroconf import DNSIncoming
 from zeroconf.asyncio import AsyncServiceInfo
 
 from badgeline.coordinator.redis_server import EmbeddedRedis
@@ -19,7 +21,7 @@ from badgeline.discovery import (
     find_coordinator,
     open_zeroconf,
 )
-from badgeline.discovery.names import host_label
+from badgeline.discovery.names import DNS_TYPE_PTR, host_label
 from tests.field.conftest import FAST, LOOPBACK, PeerFactory, unique
 from tests.helpers import wait_for
 from tests.security.conftest import http_status, running_coordinator
@@ -43,6 +45,49 @@ async def test_find_coordinator_gives_up_after_its_timeout() -> None:
     # WHEN an agent looks for one THEN it fails with a message naming the venue
     with pytest.raises(CoordinatorNotFound, match=venue):
         await find_coordinator(1.5, venue=venue, interfaces=LOOPBACK, timing=FAST)
+
+
+class _QuestionTap(asyncio.DatagramProtocol):
+    """A socket on the mDNS port of 127.0.0.1 noting every question for the coordinator's
+    PTR as it passes, True for those asking for a unicast answer (QU)."""
+
+    def __init__(self) -> None:
+        self.asked_unicast: list[bool] = []
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        message = DNSIncoming(data)
+        if message.is_query():
+            self.asked_unicast += [
+                question.unicast for question in message.questions
+                if question.name == COORDINATOR_SERVICE_TYPE and question.type == DNS_TYPE_PTR
+            ]  # fmt: skip
+
+
+async def test_unanswered_the_follower_asks_again_for_a_multicast_answer_at_once() -> None:
+    """python-zeroconf's browser asks first for a unicast answer, then again 1 s and 5 s
+    later. A unicast answer can reach another socket on port 5353 (avahi-daemon beside
+    the agent on a Pi), so the follower asks for a multicast answer itself soon after."""
+    tap = _QuestionTap()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("", 5353))
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                    socket.inet_aton("224.0.0.251") + socket.inet_aton(LOOPBACK[0]))  # fmt: skip
+    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: tap, sock=sock)
+    try:
+        # GIVEN no coordinator for this venue anywhere, so nothing answers
+        async with CoordinatorFollower(venue=unique("silent"), interfaces=LOOPBACK, timing=FAST):
+            # THEN a third question goes out well before the browser's own third (5 s
+            # after its first), and the follower's own asks for a multicast answer
+            async def asked_three_times() -> bool:
+                return len(tap.asked_unicast) >= 3
+
+            await wait_for(asked_three_times, timeout_s=4)
+        assert tap.asked_unicast[0] is True  # the browser's first question, QU
+        assert tap.asked_unicast[1] is False  # ours, QM
+    finally:
+        transport.close()
 
 
 async def test_a_coordinator_of_another_venue_is_ignored(mdns_peer: PeerFactory) -> None:
