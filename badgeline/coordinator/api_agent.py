@@ -91,8 +91,11 @@ async def lease(request: web.Request) -> web.Response:
             remaining = deadline - loop.time()
             if jobs or remaining <= 0 or coordinator.wakeups.closing:
                 break
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for runs the wait in
+            # a task of its own, one more per parked long-poll.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await woken.wait()
     ttl = coordinator.settings.lease_ttl_s
     leased = []
     for doc in jobs:

@@ -17,7 +17,7 @@ from typing import Any
 
 from redis.commands.core import AsyncScript
 
-from badgeline.coordinator.redis_client import RedisClient
+from badgeline.coordinator.redis_client import FALL_BACK, RedisClient, WaitingConnectionPool
 
 _SCRIPTS_PACKAGE = "badgeline.coordinator.scripts"
 
@@ -31,6 +31,12 @@ class LoadedScript:
     async def __call__(self, keys: list[str], args: list[Any]) -> Any:
         if len(keys) != self.key_count:
             raise ValueError(f"{self.name} takes {self.key_count} keys, got {len(keys)}")
+        # One server (redis_mode "single"): straight onto a pooled connection.
+        pool = getattr(self.script.registered_client, "connection_pool", None)
+        if isinstance(pool, WaitingConnectionPool):
+            reply = await pool.evalsha_once(self.script.sha, keys, args)
+            if reply is not FALL_BACK:
+                return reply
         return await self.script(keys=keys, args=args)
 
 

@@ -62,5 +62,6 @@ class UpkeepLoop:
                     log_event(f"{self.name}_failing", logging.ERROR, error=repr(error))
                 failing = True
             self.wakeup.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wakeup.wait(), self.interval_s)
+            with contextlib.suppress(TimeoutError):  # no task per wait, unlike wait_for
+                async with asyncio.timeout(self.interval_s):
+                    await self.wakeup.wait()

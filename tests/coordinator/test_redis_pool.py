@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import DataError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.redis_client import HiredisPacking, WaitingConnectionPool
@@ -90,3 +91,48 @@ async def test_the_pool_packs_commands_byte_for_byte_as_redis_py_does(
         await client.delete(key)
     finally:
         await client.aclose()
+
+
+async def test_a_send_the_server_does_not_read_times_out_and_drops_the_connection(
+    settings: CoordinatorSettings,
+) -> None:
+    # GIVEN a relay to the real Redis that stops reading from the client on demand,
+    # and a command far larger than the socket buffers
+    host, port = str(settings.redis_url).removeprefix("redis://").split("/")[0].split(":")
+    stalled = asyncio.Event()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, stall: bool) -> None:
+        while not (stall and stalled.is_set()) and (chunk := await source.read(65536)):
+            sink.write(chunk)
+
+    async def relay(client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        server_in, server_out = await asyncio.open_connection(host, int(port))
+        writers.extend([client_out, server_out])
+        await asyncio.gather(pump(client_in, server_out, True), pump(server_in, client_out, False))
+
+    relay_server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    relay_port = relay_server.sockets[0].getsockname()[1]
+    pool = WaitingConnectionPool.from_url(
+        f"redis://127.0.0.1:{relay_port}?socket_timeout=0.3", max_connections=1, timeout=5
+    )
+    try:
+        connection = await pool.get_connection()
+        assert isinstance(connection, HiredisPacking)
+        await connection.send_command("PING")  # the fast path, while Redis reads
+        assert await connection.read_response() == b"PONG"
+        stalled.set()
+        await connection.send_command("PING")  # the relay's last read: it stops here
+        await connection.read_response()
+        # WHEN the big command is sent THEN the send gives up after socket_timeout, as
+        # redis-py's own path does, and the half-sent connection is not reused
+        big = connection.pack_command("SET", f"bl:{{{settings.venue}}}:big", b"x" * 2**26)
+        with pytest.raises(RedisTimeoutError, match="Timeout writing to socket"):
+            await asyncio.wait_for(connection.send_packed_command(big), timeout=10)
+        assert not connection.is_connected
+        await pool.release(connection)
+    finally:
+        await pool.disconnect()
+        for writer in writers:
+            writer.close()
+        relay_server.close()

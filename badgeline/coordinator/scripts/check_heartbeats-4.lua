@@ -1,11 +1,14 @@
 -- Count missed heartbeats as failed probes, for every printer of the venue.
 -- Safe to run from every coordinator replica: each state change happens once.
 --
--- KEYS[1] printers set
+-- KEYS[1] printers set  KEYS[2] inflight check zset  KEYS[3] retry zset  KEYS[4] parked zset
 -- ARGV[1] prefix  ARGV[2] heartbeat interval ms  ARGV[3] failures that make a printer dead
--- Returns {changed, awaiting, known}: a flat list {printer_id, old_state, new_state, ...}
+-- Returns {changed, awaiting, known, due}: a flat list {printer_id, old_state, new_state, ...}
 -- of printers that changed, the dead printers whose death no failover has
--- handled yet (dead_epoch > failed_over_epoch), and every printer of the venue.
+-- handled yet (dead_epoch > failed_over_epoch), every printer of the venue, and
+-- {inflight checks due, retries due, jobs parked} as 0/1 flags, so that the monitor
+-- runs the scripts for those (resolve_inflight, promote_retries, unpark) only on a
+-- tick that has work for them: nearly every tick has none.
 -- One call per monitor tick reads the whole fleet, so a tick costs the same few
 -- round trips for 4 printers or 500.
 local prefix, interval, threshold = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -56,4 +59,10 @@ for _, printer_id in ipairs(known) do
   end
 end
 table.sort(awaiting)
-return {changed, awaiting, known}
+local function any_due(zset)
+  if #redis.call('ZRANGEBYSCORE', zset, '-inf', now, 'LIMIT', 0, 1) > 0 then return 1 end
+  return 0
+end
+local parked = 0
+if redis.call('ZCARD', KEYS[4]) > 0 then parked = 1 end
+return {changed, awaiting, known, {any_due(KEYS[2]), any_due(KEYS[3]), parked}}
