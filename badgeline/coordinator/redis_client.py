@@ -30,6 +30,7 @@ from redis.asyncio.connection import AbstractConnection
 from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import (
+    DataError,
     MaxConnectionsError,
     NoScriptError,
     RedisClusterException,
@@ -184,27 +185,26 @@ class WaitingConnectionPool(ConnectionPool):
         """One EVALSHA on one pooled connection, around redis-py's client layer: its
         retry wrapper, observability hooks and response-callback lookup cost about a
         fifth of a script call's client CPU here, and EVALSHA has no callback, so the
-        reply is the same. Anything but a plain answer or a script error returns
-        `FALL_BACK` (the connection dropped if it failed), and the caller then runs
-        the script through redis-py as before: that path loads a script the server
-        does not know (NOSCRIPT) and reconnects and retries on a connection error,
-        as it always did (a retry re-runs a script whose reply was lost, as
-        redis-py's own retry does)."""
+        reply is the same. A script the server does not know (NOSCRIPT) returns
+        `FALL_BACK`, and the caller runs it through redis-py, which loads it. A
+        connection error or timeout is raised, the connection dropped, as redis-py
+        does with this pool (no retries): whether the script ran is unknown, and
+        running it again could lease a batch twice or spend a quota twice. The
+        caller answers 503 and its client retries through the script's own
+        idempotency (an idempotency key, a lease id)."""
         connection = await self.get_connection()
         try:
-            await connection.send_packed_command(
-                connection.pack_command("EVALSHA", sha, len(keys), *keys, *args)
-            )
+            # Packing a bad argument raises before anything is sent: the connection is fine.
+            command = connection.pack_command("EVALSHA", sha, len(keys), *keys, *args)
+            await connection.send_packed_command(command)
             return await connection.read_response()
         except NoScriptError:
             return FALL_BACK
-        except ResponseError:
-            raise  # the script's own error: the connection is fine
-        except (RedisConnectionError, RedisTimeoutError):
-            await connection.disconnect(nowait=True)
-            return FALL_BACK
+        except (ResponseError, DataError):
+            raise  # the script's own error, or a bad argument: the connection is fine
         except BaseException:
-            # Cancelled mid-command: its reply may still come; never reuse the connection.
+            # Failed, timed out or cancelled mid-command: its reply may still come;
+            # never reuse the connection.
             await connection.disconnect(nowait=True)
             raise
         finally:
