@@ -180,9 +180,12 @@ class FailoverController:
         fleet = await self.check_heartbeats()
         for printer_id in fleet.awaiting_failover:
             await self.execute(printer_id, targets=await self.candidates(printer_id, fleet.known))
-        if fleet.inflight_due:
+        # A failover this tick may have parked jobs or set inflight checks (due at
+        # once with ack_grace_s = 0) that the read above could not see.
+        failed_over = bool(fleet.awaiting_failover)
+        if fleet.inflight_due or failed_over:
             await self.resolve_inflight(fleet.known)
-        if fleet.retries_due or fleet.parked:
+        if fleet.retries_due or fleet.parked or failed_over:
             await self.promote_retries_and_unpark(fleet.known)
 
     async def decisions(self, limit: int = 100) -> list[dict[str, Any]]:

@@ -13,7 +13,9 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store import JobStore
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
 from tests.helpers import job_body, wait_for
 
@@ -301,3 +303,36 @@ async def test_coordinators_own_downtime_is_not_missed_heartbeats(
 async def _watch_resumed(redis: Redis, key: str, long_ago: int) -> bool:
     resumed = await redis.hget(key, "resumed_ms")
     return resumed is not None and int(resumed) > long_ago
+
+
+async def test_a_tick_runs_the_timer_scripts_only_when_the_fleet_read_found_work(
+    redis: Redis, settings: CoordinatorSettings
+) -> None:
+    """The monitor ticks 10 times a second on every replica: resolve_inflight,
+    promote_retries and unpark run only on a tick whose fleet read (check_heartbeats)
+    found work for them. No app here, so no monitor of its own runs beside the test."""
+    failover = FailoverController(JobStore(redis, settings), settings)
+    keys = VenueKeys(settings.venue)
+    seconds, _ = await redis.time()
+    now_ms = int(seconds) * 1000
+    # GIVEN a retry and an inflight check due in a minute, and nothing parked
+    await redis.zadd(keys.retry, {"job-later": now_ms + 60_000})
+    await redis.zadd(keys.inflight_checks, {"job-later": now_ms + 60_000})
+    read = await failover.check_heartbeats()
+    assert (read.inflight_due, read.retries_due, read.parked) == (False, False, False)
+    # THEN a tick is one script call
+    before = await _script_calls(redis)
+    await failover.tick()
+    assert await _script_calls(redis) - before == 1
+    # WHEN both fall due and a job is parked THEN the read says so, for each
+    await redis.zadd(keys.retry, {"job-later": now_ms - 1})
+    await redis.zadd(keys.inflight_checks, {"job-later": now_ms - 1})
+    await redis.zadd(keys.parked, {"job-parked": now_ms})
+    read = await failover.check_heartbeats()
+    assert (read.inflight_due, read.retries_due, read.parked) == (True, True, True)
+
+
+async def _script_calls(redis: Redis) -> int:
+    stats = await redis.info("commandstats")
+    return sum(int(stats[name]["calls"]) for name in ("cmdstat_evalsha", "cmdstat_eval")
+               if name in stats)  # fmt: skip
