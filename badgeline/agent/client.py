@@ -21,7 +21,6 @@ loops back off exactly as they do through an outage.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import ssl
 import time
@@ -48,6 +47,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 CORRELATION_HEADER = "X-Correlation-ID"
 # Slack on top of the long-poll wait before a lease request counts as lost.
 LEASE_SLACK_S = 10.0
+NOT_FOUND_YET = "no coordinator found yet (looking for it by mDNS)"
 
 
 class CoordinatorUnavailable(Exception):
@@ -96,6 +96,7 @@ class CoordinatorClient:
         # Set (and replaced) on every move: requests still talking to the old
         # address give up at once instead of waiting out a long-poll.
         self._moved = asyncio.Event()
+        self._discovery_abandoned = asyncio.Event()
         # What /status shows: None until the first call, then whether the last
         # call got an answer (any HTTP answer, refusals included), and when.
         self.reachable: bool | None = None
@@ -216,8 +217,7 @@ class CoordinatorClient:
     ) -> Any:
         # idempotent: the coordinator applies the call once however often it comes
         # (start, ack, heartbeat), so the HTTP client may resend it on a new connection.
-        timeout_s = timeout_s or self.request_timeout_s
-        base_url = await self._coordinator_url(timeout_s)
+        base_url, timeout_s = await self._coordinator_url(timeout_s or self.request_timeout_s)
         headers = {**self.auth_headers, "Content-Type": "application/json"}
         if correlation_id:
             headers[CORRELATION_HEADER] = correlation_id
@@ -246,17 +246,32 @@ class CoordinatorClient:
             listener()
         return data
 
-    async def _coordinator_url(self, timeout_s: float) -> str:
-        """Where to send a call. While mDNS has not found the coordinator yet, the
-        call waits for it (up to its own timeout) rather than failing: a failure
-        would put the loop into its back-off, and an agent at boot would send its
-        first heartbeat and lease a second or more after the coordinator was found."""
-        if self.base_url is None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._moved.wait(), timeout_s)
-        if self.base_url is None:
-            raise self._unavailable("no coordinator found yet (looking for it by mDNS)")
-        return self.base_url
+    async def _coordinator_url(self, timeout_s: float) -> tuple[str, float]:
+        """Where to send a call, and what is left of its timeout. While mDNS has not
+        found the coordinator yet, the call waits for it (within its own timeout)
+        rather than failing: a failure would put the loop into its back-off, and an
+        agent at boot would send its first heartbeat and lease a second or more
+        after the coordinator was found. `stop_waiting_for_discovery` ends the wait."""
+        if self.base_url is None and not self._discovery_abandoned.is_set():
+            self.last_problem = NOT_FOUND_YET  # what /status shows meanwhile
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            waits = {asyncio.ensure_future(self._moved.wait()),
+                     asyncio.ensure_future(self._discovery_abandoned.wait())}  # fmt: skip
+            try:
+                await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+            timeout_s -= loop.time() - started
+        if self.base_url is None or timeout_s <= 0:
+            raise self._unavailable(NOT_FOUND_YET)
+        return self.base_url, timeout_s
+
+    def stop_waiting_for_discovery(self) -> None:
+        """Calls waiting for mDNS to find the coordinator fail now, and later ones at
+        once (the agent is stopping: nothing should wait on a coordinator it never had)."""
+        self._discovery_abandoned.set()
 
     def _unavailable(self, problem: str) -> CoordinatorUnavailable:
         self.reachable, self.last_problem = False, problem

@@ -190,6 +190,9 @@ class Agent:
         self._stopped = True
         self._stop_requested.set()
         self._stopping_work.set()
+        if self._client is not None:
+            # Stopping before mDNS found the coordinator: calls must not wait for it.
+            self._client.stop_waiting_for_discovery()
         await self._say_goodbye()
         await _finish(self._work_tasks, self.settings.stop_grace_s, self._abandoned)
         self._stopping_background.set()

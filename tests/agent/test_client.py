@@ -161,6 +161,22 @@ async def test_a_call_before_mdns_finds_the_coordinator_waits_for_it_then_goes_t
         assert client.reachable is True and client.last_answer_at is not None
 
 
+async def test_a_call_waiting_for_mdns_fails_at_once_when_the_agent_stops() -> None:
+    # GIVEN a call waiting for mDNS to find the coordinator (30 s timeout)
+    async with CoordinatorClient(None, "printer-a", "t", request_timeout_s=30) as client:
+        call = asyncio.create_task(client.heartbeat(beat()))
+        done, _ = await asyncio.wait({call}, timeout=0.2)
+        assert not done
+        # WHEN the agent stops THEN the call fails now, not after its timeout
+        client.stop_waiting_for_discovery()
+        async with asyncio.timeout(5):
+            with pytest.raises(CoordinatorUnavailable, match="no coordinator found yet"):
+                await call
+            # and a later call (the final ack flush) does not wait either
+            with pytest.raises(CoordinatorUnavailable, match="no coordinator found yet"):
+                await client.heartbeat(beat())
+
+
 async def test_a_move_ends_a_long_poll_to_the_old_address_at_once(
     coordinator: LiveCoordinator, client: CoordinatorClient
 ) -> None:
