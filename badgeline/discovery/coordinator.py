@@ -140,7 +140,9 @@ class CoordinatorFollower:
         on a test machine. When it went to another socket, the agent found the
         coordinator 1.1 s after start instead of 0.1 s (bench/bench_agent.py,
         found by mDNS). So, with no answer shortly after start, ask once more with
-        a question whose answer is multicast, which every socket receives."""
+        a question whose answer is multicast, which every socket receives. RFC 6762
+        §5.2 asks for a second or more between the first two questions; this one
+        deliberately comes sooner, once per start, as one small packet."""
         await asyncio.sleep(MULTICAST_RETRY_AFTER_S)
         if self._location is not None or self._zeroconf is None:
             return

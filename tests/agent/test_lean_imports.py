@@ -13,8 +13,13 @@ import subprocess
 import sys
 
 PROBE = """
-import json, os, sys
+import argparse, json, os, sys
 import badgeline.agent.main, badgeline.agent.service
+from badgeline.cli import _HelpFormatter
+
+# As `badgeline agent` builds its command line (argparse's own formatter imports shutil).
+parser = argparse.ArgumentParser(prog="badgeline agent", formatter_class=_HelpFormatter)
+badgeline.agent.main.add_arguments(parser)
 from pydantic import ValidationError
 from badgeline.agent.journal.schema import load_migrations
 from badgeline.protocol.agent_models import StartRequest
@@ -32,7 +37,7 @@ print(json.dumps({
     "switch": os.environ.get("PYDANTIC_DISABLE_PLUGINS"),
 }))
 """
-HEAVY = ["importlib.metadata", "email", "zipfile", "tempfile", "importlib.resources"]
+HEAVY = ["importlib.metadata", "email", "zipfile", "tempfile", "importlib.resources", "shutil"]
 
 
 def _probe(switch: str | None) -> dict[str, object]:
