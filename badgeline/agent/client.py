@@ -217,7 +217,8 @@ class CoordinatorClient:
     ) -> Any:
         # idempotent: the coordinator applies the call once however often it comes
         # (start, ack, heartbeat), so the HTTP client may resend it on a new connection.
-        base_url, timeout_s = await self._coordinator_url(timeout_s or self.request_timeout_s)
+        timeout_s = timeout_s or self.request_timeout_s
+        base_url = await self._coordinator_url(timeout_s)
         headers = {**self.auth_headers, "Content-Type": "application/json"}
         if correlation_id:
             headers[CORRELATION_HEADER] = correlation_id
@@ -246,16 +247,16 @@ class CoordinatorClient:
             listener()
         return data
 
-    async def _coordinator_url(self, timeout_s: float) -> tuple[str, float]:
-        """Where to send a call, and what is left of its timeout. While mDNS has not
-        found the coordinator yet, the call waits for it (within its own timeout)
-        rather than failing: a failure would put the loop into its back-off, and an
-        agent at boot would send its first heartbeat and lease a second or more
-        after the coordinator was found. `stop_waiting_for_discovery` ends the wait."""
+    async def _coordinator_url(self, timeout_s: float) -> str:
+        """Where to send a call. While mDNS has not found the coordinator yet, the
+        call waits for it (up to its own timeout) rather than failing: a failure
+        would put the loop into its back-off, and an agent at boot would send its
+        first heartbeat and lease a second or more after the coordinator was found.
+        `stop_waiting_for_discovery` ends the wait. The request then gets its whole
+        timeout: a lease long-poll given less than its wait would give up on an
+        answer the coordinator is still holding for it."""
         if self.base_url is None and not self._discovery_abandoned.is_set():
             self.last_problem = NOT_FOUND_YET  # what /status shows meanwhile
-            loop = asyncio.get_running_loop()
-            started = loop.time()
             waits = {asyncio.ensure_future(self._moved.wait()),
                      asyncio.ensure_future(self._discovery_abandoned.wait())}  # fmt: skip
             try:
@@ -263,10 +264,9 @@ class CoordinatorClient:
             finally:
                 for wait in waits:
                     wait.cancel()
-            timeout_s -= loop.time() - started
-        if self.base_url is None or timeout_s <= 0:
+        if self.base_url is None:
             raise self._unavailable(NOT_FOUND_YET)
-        return self.base_url, timeout_s
+        return self.base_url
 
     def stop_waiting_for_discovery(self) -> None:
         """Calls waiting for mDNS to find the coordinator fail now, and later ones at
