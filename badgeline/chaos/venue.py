@@ -129,6 +129,12 @@ class ChaosVenue:
         self.proxies = {p: FaultProxy(self.assignment[p].port) for p in printer_ids}
         self.processes: dict[str, ManagedProcess] = {}
         self._session: aiohttp.ClientSession | None = None
+        # Each agent binds its status port itself (status_port = 0) and logs it; a
+        # port picked here could be taken by any outgoing connection before the agent,
+        # restarted minutes later after a kill -9, binds it (one start failed so).
+        # printer -> where in its log the running agent's lines begin, and its URL once read
+        self._agent_log_start: dict[str, int] = {}
+        self._agent_status_urls: dict[str, str] = {}
 
     # ------------------------------------------------------------ addresses
 
@@ -142,7 +148,22 @@ class ChaosVenue:
         return f"http://127.0.0.1:{self.printers[printer_id].control_port}"
 
     def agent_status_url(self, printer_id: str) -> str:
-        return f"http://127.0.0.1:{self.printers[printer_id].status_port}/status"
+        """The running agent's status URL, from its `status_serving` log line."""
+        url = self._agent_status_urls.get(printer_id)
+        if url is None:
+            log = self._agent_log(printer_id)
+            with log.open("rb") as lines:
+                lines.seek(self._agent_log_start.get(printer_id, 0))
+                for line in lines:
+                    if b'"status_serving"' in line:
+                        url = json.loads(line)["url"]
+            if url is None:
+                raise VenueError(f"{printer_id}'s agent has not logged its status URL yet")
+            self._agent_status_urls[printer_id] = url
+        return url + "/status"
+
+    def _agent_log(self, printer_id: str) -> Path:
+        return self.root / "logs" / f"agent-{printer_id}.log"
 
     def replica(self, name: str) -> Replica:
         return next(r for r in self.replicas if r.name == name)
@@ -181,7 +202,7 @@ class ChaosVenue:
             "coordinator_url": self.proxies[slot.printer_id].url,
             "token": slot.token,
             "state_dir": str(self.root / "agents" / slot.printer_id),
-            "status_port": slot.status_port,
+            "status_port": 0,
             **self.agent_settings,
             "printer": {"kind": "emulator", "host": "127.0.0.1", "port": slot.port},
         }
@@ -232,6 +253,9 @@ class ChaosVenue:
         self.processes[name].kill()
 
     def start_agent(self, printer_id: str) -> None:
+        log = self._agent_log(printer_id)
+        self._agent_log_start[printer_id] = log.stat().st_size if log.exists() else 0
+        self._agent_status_urls.pop(printer_id, None)
         self._spawn(f"agent-{printer_id}", "agent", "--config",
                     str(self._agent_config(self.printers[printer_id])))  # fmt: skip
 
