@@ -11,7 +11,7 @@ goes to every master (redis_client.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -27,14 +27,20 @@ class LoadedScript:
     name: str
     key_count: int
     script: AsyncScript
+    # One server (redis_mode "single"): calls go straight onto a pooled connection.
+    # Looked up once here, not on every call.
+    pool: WaitingConnectionPool | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        pool = getattr(self.script.registered_client, "connection_pool", None)
+        if isinstance(pool, WaitingConnectionPool):
+            object.__setattr__(self, "pool", pool)  # frozen dataclass
 
     async def __call__(self, keys: list[str], args: list[Any]) -> Any:
         if len(keys) != self.key_count:
             raise ValueError(f"{self.name} takes {self.key_count} keys, got {len(keys)}")
-        # One server (redis_mode "single"): straight onto a pooled connection.
-        pool = getattr(self.script.registered_client, "connection_pool", None)
-        if isinstance(pool, WaitingConnectionPool):
-            reply = await pool.evalsha_once(self.script.sha, keys, args)
+        if self.pool is not None:
+            reply = await self.pool.evalsha_once(self.script.sha, keys, args)
             if reply is not FALL_BACK:
                 return reply
         return await self.script(keys=keys, args=args)
