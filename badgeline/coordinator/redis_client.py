@@ -42,10 +42,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings
 from badgeline.coordinator.events import log_event
 from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.redis_lane import FALL_BACK, ScriptLane
 
 RedisClient: TypeAlias = Redis | RedisCluster
-# WaitingConnectionPool.evalsha_once's "run it through redis-py instead".
-FALL_BACK = object()
 
 # How often the sentinel watcher asks which server is the master. A failover
 # takes the sentinels about a second; this bounds the extra writes that can
@@ -113,6 +112,18 @@ class HiredisPacking(AbstractConnection):
             await self.disconnect(nowait=True)
             raise
 
+    def detach_stream(self) -> asyncio.StreamWriter:
+        """Hand the connected socket over to a new owner (redis_lane.ScriptLane),
+        once redis-py's handshake (AUTH, SELECT, TLS) has run on it. redis-py then
+        takes this connection for closed: it neither reads nor closes the socket.
+        The new owner keeps the writer, whose finaliser would close the socket."""
+        writer = self._writer
+        if writer is None or not self.is_connected:
+            raise RedisConnectionError("no connected socket to hand over")
+        self._parser.on_disconnect()
+        self._reader = self._writer = None
+        return writer
+
 
 _HIREDIS_PACKING: dict[type[AbstractConnection], type[AbstractConnection]] = {}
 
@@ -146,6 +157,16 @@ class WaitingConnectionPool(ConnectionPool):
         self._timeout = timeout
         self._returned = asyncio.Condition()
         self._waiting = 0
+        # Script calls share one pipelined connection (redis_lane.py) when replies
+        # stay bytes and hiredis packs as redis-py would; otherwise the pool's.
+        text = self.connection_kwargs
+        self._lane = (
+            ScriptLane(self.make_connection)
+            if not text.get("decode_responses")
+            and text.get("encoding", "utf-8") == "utf-8"
+            and text.get("encoding_errors", "strict") == "strict"
+            else None
+        )
 
     def _exhausted(self) -> bool:
         return not self.can_get_connection()
@@ -181,17 +202,29 @@ class WaitingConnectionPool(ConnectionPool):
             async with self._returned:
                 self._returned.notify()
 
+    @property
+    def lane(self) -> ScriptLane | None:
+        return self._lane
+
+    async def disconnect(self, inuse_connections: bool = True) -> None:
+        await super().disconnect(inuse_connections)
+        if inuse_connections and self._lane is not None:
+            self._lane.close()
+
     async def evalsha_once(self, sha: str, keys: list[str], args: list[Any]) -> Any:
-        """One EVALSHA on one pooled connection, around redis-py's client layer: its
-        retry wrapper, observability hooks and response-callback lookup cost about a
-        fifth of a script call's client CPU here, and EVALSHA has no callback, so the
-        reply is the same. A script the server does not know (NOSCRIPT) returns
+        """One EVALSHA, around redis-py's client layer: its retry wrapper,
+        observability hooks and response-callback lookup cost about a fifth of a
+        script call's client CPU here, and EVALSHA has no callback, so the reply is
+        the same. It goes on the pipelined lane (redis_lane.py) or else on a pooled
+        connection. A script the server does not know (NOSCRIPT) returns
         `FALL_BACK`, and the caller runs it through redis-py, which loads it. A
         connection error or timeout is raised, the connection dropped, as redis-py
         does with this pool (no retries): whether the script ran is unknown, and
         running it again could lease a batch twice or spend a quota twice. The
         caller answers 503 and its client retries through the script's own
         idempotency (an idempotency key, a lease id)."""
+        if self._lane is not None:
+            return await self._lane.evalsha(sha, keys, args)
         connection = await self.get_connection()
         try:
             # Packing a bad argument raises before anything is sent: the connection is fine.

@@ -17,7 +17,8 @@ from typing import Any
 
 from redis.commands.core import AsyncScript
 
-from badgeline.coordinator.redis_client import FALL_BACK, RedisClient, WaitingConnectionPool
+from badgeline.coordinator.redis_client import RedisClient, WaitingConnectionPool
+from badgeline.coordinator.redis_lane import FALL_BACK
 
 _SCRIPTS_PACKAGE = "badgeline.coordinator.scripts"
 

@@ -1,8 +1,14 @@
-"""Script calls on one server go straight onto a pooled connection
-(WaitingConnectionPool.evalsha_once), fall back to redis-py's path to load a
-script the server forgot, and never run a script twice on their own."""
+"""Script calls on one server share one pipelined connection (redis_lane.py,
+through WaitingConnectionPool.evalsha_once): each caller gets its own reply or
+its own error, a script the server forgot is loaded again through redis-py, and
+a call whose reply is lost fails instead of running twice."""
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
@@ -11,73 +17,191 @@ from redis.exceptions import ResponseError
 
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.redis_client import WaitingConnectionPool
+from badgeline.coordinator.redis_lane import ScriptLane
 from badgeline.coordinator.script_loader import LoadedScript
+from tests.helpers import wait_for
 
 INCR = "return redis.call('INCR', KEYS[1])"
+# The counter after this call, and the caller's own argument back.
+INCR_ECHO = "return {redis.call('INCR', KEYS[1]), ARGV[1]}"
 FAIL = "return redis.error_reply('BADGE no such badge')"
 
 
-async def test_a_script_the_server_forgot_is_loaded_again(settings: CoordinatorSettings) -> None:
-    client = Redis.from_pool(WaitingConnectionPool.from_url(str(settings.redis_url), timeout=5))
-    key = f"bl:{{{settings.venue}}}:counter"
+@contextlib.asynccontextmanager
+async def pool_client(url: str) -> AsyncIterator[tuple[WaitingConnectionPool, Redis]]:
+    pool = WaitingConnectionPool.from_url(url, timeout=5)
+    client = Redis.from_pool(pool)
     try:
+        yield pool, client
+    finally:
+        await client.aclose()
+
+
+def lane_of(pool: WaitingConnectionPool) -> ScriptLane:
+    lane = pool.lane
+    assert lane is not None  # plain bytes replies: the pool pipelines script calls
+    return lane
+
+
+async def test_concurrent_calls_each_get_their_own_reply_in_order(
+    settings: CoordinatorSettings,
+) -> None:
+    key = f"bl:{{{settings.venue}}}:counter"
+    async with pool_client(str(settings.redis_url)) as (pool, client):
+        script = LoadedScript("incr_echo", 1, client.register_script(INCR_ECHO))
+        await script([key], ["warm-up"])  # loads the script
+        # WHEN 300 callers call at once, in three waves that overlap
+        replies = await asyncio.gather(*(script([key], [f"caller-{n}"]) for n in range(300)))
+        # THEN each got the reply to its own call, and Redis ran them in call order
+        assert [reply[1] for reply in replies] == [f"caller-{n}".encode() for n in range(300)]
+        assert [reply[0] for reply in replies] == list(range(2, 302))
+        assert lane_of(pool).connections_opened == 1
+        await client.delete(key)
+
+
+async def test_a_script_error_fails_only_its_own_call_and_the_connection_stays(
+    settings: CoordinatorSettings,
+) -> None:
+    key = f"bl:{{{settings.venue}}}:counter"
+    async with pool_client(str(settings.redis_url)) as (pool, client):
+        failing = LoadedScript("fail", 1, client.register_script(FAIL))
+        counting = LoadedScript("incr", 1, client.register_script(INCR))
+        await counting([key], [])
+        # WHEN a failing call sits between counting calls of the same batch
+        outcomes = await asyncio.gather(
+            counting([key], []), failing([key], []), counting([key], []),
+            return_exceptions=True,
+        )  # fmt: skip
+        # THEN only that call fails, with the script's error
+        assert outcomes[0] == 2 and outcomes[2] == 3
+        assert isinstance(outcomes[1], ResponseError) and "no such badge" in str(outcomes[1])
+        assert await counting([key], []) == 4
+        assert lane_of(pool).connections_opened == 1
+        await client.delete(key)
+
+
+async def test_a_script_the_server_forgot_is_loaded_again(settings: CoordinatorSettings) -> None:
+    key = f"bl:{{{settings.venue}}}:counter"
+    async with pool_client(str(settings.redis_url)) as (_, client):
         script = LoadedScript("incr", 1, client.register_script(INCR))
         assert await script([key], []) == 1
         # WHEN the server loses its scripts (a restart, a failover to a replica)
         await client.script_flush()
-        # THEN the next call still runs the script, once
-        assert await script([key], []) == 2
-        assert await script([key], []) == 3
-    finally:
+        # THEN the next calls, made together, still run the script once each
+        assert sorted(await asyncio.gather(script([key], []), script([key], []))) == [2, 3]
+        assert await script([key], []) == 4
         await client.delete(key)
-        await client.aclose()
 
 
-async def test_a_dropped_connection_fails_the_call_without_a_second_run_then_is_replaced(
+async def test_a_cancelled_caller_does_not_shift_the_replies_of_the_others(
     settings: CoordinatorSettings,
 ) -> None:
-    pool = WaitingConnectionPool.from_url(str(settings.redis_url), timeout=5)
-    client = Redis.from_pool(pool)
-    admin = Redis.from_url(str(settings.redis_url))
     key = f"bl:{{{settings.venue}}}:counter"
-    try:
-        script = LoadedScript("incr", 1, client.register_script(INCR))
-        assert await script([key], []) == 1
-        # WHEN the server closes the pool's connection
-        connection = await pool.get_connection()
-        await connection.send_command("CLIENT", "ID")
-        client_id = await connection.read_response()
-        await pool.release(connection)
-        assert await admin.client_kill_filter(_id=client_id) == 1
-        # THEN the call fails as a store error (the HTTP layer's 503): a call whose
-        # reply is lost is never run again here, since it may have run already
-        with pytest.raises(RedisConnectionError):
-            await script([key], [])
-        # and the next call gets a new connection and runs the script once
-        assert await script([key], []) == 2
-    finally:
+    async with pool_client(str(settings.redis_url)) as (_, client):
+        script = LoadedScript("incr_echo", 1, client.register_script(INCR_ECHO))
+        await script([key], ["warm-up"])
+        calls = [asyncio.ensure_future(script([key], [f"caller-{n}"])) for n in range(5)]
+        await asyncio.sleep(0)  # every call is made and waits for its reply
+        calls[2].cancel()
+        done = await asyncio.gather(*calls, return_exceptions=True)
+        assert isinstance(done[2], asyncio.CancelledError)
+        for n in (0, 1, 3, 4):
+            assert done[n][1] == f"caller-{n}".encode()  # type: ignore[index]
+        # the cancelled call was sent already, and ran: never a second time
+        assert int(await client.get(key) or 0) == 6
         await client.delete(key)
-        await client.aclose()
+
+
+async def test_a_reply_lost_with_its_connection_fails_the_call_without_a_second_run(
+    settings: CoordinatorSettings,
+) -> None:
+    # GIVEN a relay to the real Redis that can swallow Redis's replies and hang up
+    host, port = str(settings.redis_url).removeprefix("redis://").split("/")[0].split(":")
+    cut = asyncio.Event()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def relay(client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        server_in, server_out = await asyncio.open_connection(host, int(port))
+        writers.extend([client_out, server_out])
+
+        async def to_server() -> None:
+            while chunk := await client_in.read(65536):
+                server_out.write(chunk)
+
+        async def to_client() -> None:
+            while chunk := await server_in.read(65536):
+                if cut.is_set():  # this reply is lost, and the connection with it
+                    client_out.close()
+                    return
+                client_out.write(chunk)
+
+        await asyncio.gather(to_server(), to_client(), return_exceptions=True)
+
+    relay_server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    relay_port = relay_server.sockets[0].getsockname()[1]
+    key = f"bl:{{{settings.venue}}}:counter"
+    admin = Redis.from_url(str(settings.redis_url))
+    try:
+        async with pool_client(f"redis://127.0.0.1:{relay_port}/0") as (pool, client):
+            script = LoadedScript("incr", 1, client.register_script(INCR))
+            assert await script([key], []) == 1
+            # WHEN Redis runs the next call but its reply never arrives
+            cut.set()
+            with pytest.raises(RedisConnectionError, match="whether it ran is unknown"):
+                await asyncio.wait_for(script([key], []), timeout=10)
+            # THEN it ran once and only once: the lane does not send it again
+            assert int(await admin.get(key) or 0) == 2
+            # AND the next call opens a new connection and runs once
+            cut.clear()
+            assert await script([key], []) == 3
+            assert lane_of(pool).connections_opened == 2
+    finally:
+        await admin.delete(key)
+        await admin.aclose()
+        for writer in writers:
+            writer.close()
+        relay_server.close()
+
+
+async def test_a_connection_the_server_closed_while_idle_is_replaced(
+    settings: CoordinatorSettings,
+) -> None:
+    key = f"bl:{{{settings.venue}}}:counter"
+    admin = Redis.from_url(str(settings.redis_url))
+    try:
+        async with pool_client(str(settings.redis_url)) as (pool, client):
+            script = LoadedScript("incr", 1, client.register_script(INCR))
+            assert await script([key], []) == 1
+            lane = lane_of(pool)
+            # WHEN the server drops the lane's connection (a restart, a CLIENT KILL)
+            lane_ids = [c["id"] for c in await admin.client_list() if c["cmd"] == "evalsha"]
+            assert len(lane_ids) == 1
+            assert await admin.client_kill_filter(_id=lane_ids[0]) == 1
+
+            async def noticed() -> bool:
+                return not lane.connected
+
+            await wait_for(noticed)
+            # THEN the next call runs on a new connection
+            assert await script([key], []) == 2
+            assert lane.connections_opened == 2
+    finally:
+        await admin.delete(key)
         await admin.aclose()
 
 
-async def test_a_script_error_reaches_the_caller_and_the_connection_stays(
+async def test_calls_made_while_redis_is_unreachable_fail_together(
     settings: CoordinatorSettings,
 ) -> None:
-    pool = WaitingConnectionPool.from_url(str(settings.redis_url), timeout=5, max_connections=1)
-    client = Redis.from_pool(pool)
-    key = f"bl:{{{settings.venue}}}:counter"
-    try:
-        failing = LoadedScript("fail", 1, client.register_script(FAIL))
-        counting = LoadedScript("incr", 1, client.register_script(INCR))
-        with pytest.raises(ResponseError, match="no such badge"):
-            await failing([key], [])
-        connection = await pool.get_connection()
-        await pool.release(connection)
-        assert await counting([key], []) == 1
-        again = await pool.get_connection()
-        await pool.release(again)
-        assert again is connection  # the one connection, not replaced
-    finally:
-        await client.delete(key)
-        await client.aclose()
+    # GIVEN a port nothing listens on
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    async with pool_client(f"redis://127.0.0.1:{port}/0") as (pool, client):
+        script = LoadedScript("incr", 1, client.register_script(INCR))
+        # WHEN several calls are made at once THEN each fails as a store error
+        outcomes = await asyncio.wait_for(asyncio.gather(
+            *(script(["bl:{v}:k"], []) for _ in range(5)), return_exceptions=True,
+        ), timeout=30)  # fmt: skip
+        assert all(isinstance(outcome, RedisConnectionError) for outcome in outcomes), outcomes
+        assert lane_of(pool).connections_opened == 0
