@@ -151,7 +151,7 @@ class WaitingConnectionPool(ConnectionPool):
     behaviour this relies on.)
     """
 
-    def __init__(self, *, timeout: float, **kwargs: Any) -> None:
+    def __init__(self, *, timeout: float, pipeline_scripts: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.connection_class = hiredis_packing(self.connection_class)
         self._timeout = timeout
@@ -162,7 +162,8 @@ class WaitingConnectionPool(ConnectionPool):
         text = self.connection_kwargs
         self._lane = (
             ScriptLane(self.make_connection)
-            if not text.get("decode_responses")
+            if pipeline_scripts
+            and not text.get("decode_responses")
             and text.get("encoding", "utf-8") == "utf-8"
             and text.get("encoding_errors", "strict") == "strict"
             else None
