@@ -12,7 +12,10 @@ must do for the request:
 - parse and validate the body with the real protocol model (`PrintJob`,
   `HeartbeatRequest`, `StartRequest`, `AckRequest`) and the lease query;
 - one EVALSHA of a script that returns at once (bench_accept's NOOP_SCRIPT): one
-  Redis round trip per request, as bench_accept's bare handler makes;
+  Redis round trip per request, as bench_accept's bare handler makes, on the
+  coordinator's own Redis client (redis_client.WaitingConnectionPool: script calls
+  pipelined on one connection, redis_lane.py), so the floor is not raised by a
+  costlier client than the coordinator's;
 - answer JSON of the shape the real one answers.
 
 A submit puts the job on an in-process asyncio queue of its printer; a lease
@@ -58,6 +61,8 @@ from badgeline.coordinator.auth import (
     token_digest,
 )
 from badgeline.coordinator.config import Role, TokenEntry
+from badgeline.coordinator.redis_client import WaitingConnectionPool
+from badgeline.coordinator.redis_lane import FALL_BACK
 from badgeline.coordinator.redis_server import free_port
 from badgeline.protocol.errors import HTTP_STATUS, BadgelineError
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, PrintJob, StartRequest
@@ -71,7 +76,8 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 @dataclass
 class Venue:
     authority: TokenAuthority
-    script: Any  # redis-py's AsyncScript: EVALSHA, EVAL (and SCRIPT LOAD) on NOSCRIPT
+    pool: WaitingConnectionPool
+    sha: str  # of NOOP_SCRIPT, loaded at start-up
     queues: dict[str, asyncio.Queue[dict[str, Any]]] = field(default_factory=dict)
     fences: int = 0
     job_numbers: Iterator[int] = field(default_factory=itertools.count)
@@ -80,7 +86,8 @@ class Venue:
         return self.queues.setdefault(printer_id, asyncio.Queue())
 
     async def round_trip(self, key: str) -> None:
-        await self.script(keys=["{bench}:bare:counter"], args=[key])
+        if await self.pool.evalsha_once(self.sha, ["{bench}:bare:counter"], [key]) is FALL_BACK:
+            raise RuntimeError("Redis lost the no-op script (restarted?)")
 
 
 VENUE = web.AppKey("venue", Venue)
@@ -111,6 +118,8 @@ async def errors(request: web.Request, handler: Any) -> web.StreamResponse:
     except ValidationError as error:
         body = {"code": "validation_failed", "errors": error.error_count()}
         return web.json_response(body, status=422)
+    except Exception as error:  # as the coordinator: a JSON body whatever went wrong
+        return web.json_response({"code": "internal_error", "message": repr(error)}, status=500)
 
 
 async def submit(request: web.Request) -> web.Response:
@@ -180,9 +189,12 @@ async def serve(args: argparse.Namespace) -> None:
     entries = [TokenEntry(name="bench-kiosk", role="kiosk", sha256=args.kiosk_sha256)]
     entries += [TokenEntry(name=f"agent-{p}", role="agent", sha256=token_digest(agent_token(p)),
                            printer_id=p) for p in printer_ids(args.printers)]  # fmt: skip
-    redis = Redis.from_url(args.redis_url)
+    # The coordinator's defaults: redis_max_connections 512, redis_pool_wait_s 5.
+    pool = WaitingConnectionPool.from_url(args.redis_url, max_connections=512, timeout=5.0)
+    redis = Redis.from_pool(pool)
+    sha = await redis.script_load(NOOP_SCRIPT)
     app = web.Application(middlewares=[errors])
-    app[VENUE] = Venue(TokenAuthority(entries), redis.register_script(NOOP_SCRIPT))
+    app[VENUE] = Venue(TokenAuthority(entries), pool, sha)
     app.router.add_post("/v1/jobs", submit)
     app.router.add_post("/v1/agents/{printer_id}/heartbeat", heartbeat)
     app.router.add_post("/v1/agents/{printer_id}/lease", lease)
