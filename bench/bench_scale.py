@@ -120,6 +120,14 @@ class Meter:
         self.pids = {"server": server_pid, "redis": redis_pid}
         self.agent_pids: list[int] = []
 
+    def watch(self, target: str, servers: dict[str, int]) -> None:
+        """Measure `target`; the other server, idle meanwhile, is metered apart ("idle"):
+        the coordinator's background work must not pass for other users' noise."""
+        self.pids = {"server": servers[target], "redis": self.pids["redis"]}
+        for name, pid in servers.items():
+            if name != target:
+                self.pids["idle"] = pid
+
     def sample(self) -> dict[str, float]:
         now = {"unix": time.time()}
         now |= {name: cpu_seconds(pid) for name, pid in self.pids.items()}
@@ -257,15 +265,15 @@ def print_step(step: Step) -> None:
           f" {step.p99_ms:>7.1f} {'met' if met(step) else 'MISSED':>6}"
           f" {step.acked:>6}/{step.accepted:<6} {step.heartbeats_per_s:>6.0f}"
           f" {step.heartbeat_p99_ms:>7.1f} {cpu['server']:>6.0f}% {cpu['redis']:>5.0f}%"
-          f" {cpu['agents']:>6.0f}% {cpu['kiosks']:>6.0f}% {cpu['others']:>6.0f}%"
-          f" {step.server_ms_per_job:>8.2f}",
+          f" {cpu['agents']:>6.0f}% {cpu['kiosks']:>6.0f}% {cpu.get('idle', 0):>4.0f}%"
+          f" {cpu['others']:>6.0f}% {step.server_ms_per_job:>8.2f}",
           flush=True)  # fmt: skip
 
 
 STEP_HEADER = (f"{'server':<12} {'printers':>8} {'offered':>8} {'jobs/s':>8} {'non-201':>7}"
                f" {'p50 ms':>7} {'p99 ms':>7} {'target':>6} {'acked/accepted':>13} {'hb/s':>6}"
                f" {'hb p99':>7} {'server':>7} {'redis':>6} {'agents':>7} {'kiosks':>7}"
-               f" {'others':>7} {'ms/job':>8}")  # fmt: skip
+               f" {'idle':>5} {'others':>7} {'ms/job':>8}")  # fmt: skip
 
 
 def print_summary(steps: list[Step], targets: list[str]) -> dict[str, int | None]:
@@ -320,20 +328,21 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
         costs: dict[str, dict[str, float]] = {}
         for target in args.targets:
             print(f"heartbeat cost, {target} (no jobs):", flush=True)
-            meter.pids["server"] = pids[target]
+            meter.watch(target, pids)
             costs[target] = await heartbeat_cost(urls[target], meter, args)
         results["heartbeat_cost"] = costs
         print(f"\nsteps of {args.step_seconds:.0f} s, {args.jobs_per_printer_s:g} job/s per"
               f" printer offered by {args.kiosks} kiosk clients (open loop); CPU as % of one"
-              " core during the step (2 cores = 200%); ms/job: the server's CPU over the step"
-              " per job acked (accept, lease, start, ack, heartbeats)")  # fmt: skip
+              " core during the step (2 cores = 200%; idle: the other server, not under load);"
+              " ms/job: the server's CPU over the step per job acked (accept, lease, start,"
+              " ack, heartbeats)")  # fmt: skip
         print(STEP_HEADER)
         steps: list[Step] = []
         running = list(args.targets)
         for index, printers in enumerate(args.printers):
             # A B, then B A: a load drifting over the run weighs on both targets alike.
             for target in running if index % 2 == 0 else running[::-1]:
-                meter.pids["server"] = pids[target]
+                meter.watch(target, pids)
                 steps.append(await run_step(target, urls[target], meter, printers, args))
                 print_step(steps[-1])
             for target in list(running):
