@@ -28,8 +28,11 @@ due time) runs in this process. Nothing of the load shares the coordinator's GIL
    part used. Target: accept p99 <= 50 ms at 500 printers; the report names the
    largest count that met it, per target.
 
-Figures (docs/benchmarks.md): at 7ad3564 with the bare reference, see the
-"printers one coordinator serves" row.
+Figures (docs/benchmarks.md, "printers the bare reference serves"): at 72e763b,
+quiet, `--printers 150,200,250,300,500 --targets bare,coordinator --nice -10`: the
+bare reference met p99 <= 50 ms up to 250 printers, the coordinator up to 150; at
+500 both are seconds behind, the 2 cores saturated (the load generators alone
+take about one).
 
 The machine has 2 cores shared by everything here (and by other users: the
 machine's CPU use outside these processes is printed per step). A benchmark: it
