@@ -139,7 +139,7 @@ async def heartbeat(request: web.Request) -> web.Response:
     venue, _ = _venue(request, "agent")
     beat = _model(await request.read(), HeartbeatRequest)
     await venue.round_trip(beat.agent_id)
-    body = {"state": "ready", "paused": False, "heartbeat_interval_s": HEARTBEAT_INTERVAL_S}
+    body = {"state": "healthy", "paused": False, "heartbeat_interval_s": HEARTBEAT_INTERVAL_S}
     return web.json_response(body)
 
 
