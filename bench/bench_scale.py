@@ -1,11 +1,19 @@
 """One coordinator process, hundreds of printers: accept p99 and the cost of heartbeats.
 
     .venv/bin/python bench/bench_scale.py [--printers 50,100,200,300,400,500]
-        [--step-seconds 10] [--agent-procs 2] [--kiosks 64] [--beat-seconds 10]
-        [--redis-max-connections N] [--nice -10] [--json results.json]
+        [--targets coordinator,bare] [--step-seconds 10] [--agent-procs 2] [--kiosks 64]
+        [--beat-seconds 10] [--redis-max-connections N] [--nice -10] [--json results.json]
 
 One Redis (EmbeddedRedis, AOF `always`, as shipped) and one real coordinator
 process (bench_accept's `Coordinator`: an agent token per printer, a kiosk token).
+With `--targets coordinator,bare` a second server process is measured the same
+way in the same run, beside it: scale_bare.py's bare reference (the same paths
+and tokens; each request only authenticated, validated with the real protocol
+model and one EVALSHA of a no-op script; leases park on an in-process queue fed
+by the submits). Its row says what this machine can do for the request mix with
+no business logic at all. Each printer count is measured for every target before
+the next count, the order alternating (A B, B A, ...) so drifting load on a
+shared machine falls on both.
 Simulated agents (bench/simagents.py: real HTTP agent protocol, heartbeat every
 1 s, lease long-poll, start, ack) run in `--agent-procs` processes of their own;
 the kiosk load (bench_accept's `post_paced`: open loop, latency from each job's
@@ -18,7 +26,13 @@ due time) runs in this process. Nothing of the load shares the coordinator's GIL
    offer N jobs/s (1 job/s per printer, round-robin over the printers) for
    `--step-seconds`: accept p50/p99, accepted and acked jobs/s, and the CPU each
    part used. Target: accept p99 <= 50 ms at 500 printers; the report names the
-   largest count that met it.
+   largest count that met it, per target.
+
+Figures (docs/benchmarks.md, "printers the bare reference serves"): at 72e763b,
+quiet, `--printers 150,200,250,300,500 --targets bare,coordinator --nice -10`: the
+bare reference met p99 <= 50 ms up to 250 printers, the coordinator up to 150; at
+500 both are seconds behind, the 2 cores saturated (the load generators alone
+take about one).
 
 The machine has 2 cores shared by everything here (and by other users: the
 machine's CPU use outside these processes is printed per step). A benchmark: it
@@ -45,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
 from bench_accept import (
+    KIOSK_TOKEN,
     Coordinator,
     cpu_seconds,
     git_revision,
@@ -56,6 +71,7 @@ from bench_accept import (
     printer_ids,
 )
 from proccpu import priority
+from scale_bare import BareVenue
 
 from badgeline.coordinator.redis_server import EmbeddedRedis
 
@@ -63,6 +79,7 @@ BENCH = Path(__file__).resolve().parent
 P99_TARGET_MS = 50.0
 WARMUP_S = 2.0  # agents heartbeat and long-poll this long before the kiosks start
 DRAIN_S = 3.0  # and keep printing this long after the last job is offered
+TARGETS = ("coordinator", "bare")
 
 
 @dataclass
@@ -84,6 +101,7 @@ class Window:
 
 @dataclass
 class Step:
+    target: str
     printers: int
     offered_per_s: float
     accepted_per_s: float
@@ -95,15 +113,23 @@ class Step:
     heartbeats_per_s: float
     heartbeat_p99_ms: float
     cpu_pct: dict[str, float]
-    coordinator_ms_per_job: float  # its CPU over the step / jobs acked, heartbeats included
+    server_ms_per_job: float  # the server's CPU over the step / jobs acked, heartbeats included
 
 
 class Meter:
-    """CPU of the coordinator, Redis, the agent processes, this process and the rest."""
+    """CPU of the server under test, Redis, the agent processes, this process and the rest."""
 
-    def __init__(self, coordinator_pid: int, redis_pid: int) -> None:
-        self.pids = {"coordinator": coordinator_pid, "redis": redis_pid}
+    def __init__(self, server_pid: int, redis_pid: int) -> None:
+        self.pids = {"server": server_pid, "redis": redis_pid}
         self.agent_pids: list[int] = []
+
+    def watch(self, target: str, servers: dict[str, int]) -> None:
+        """Measure `target`; the other server, idle meanwhile, is metered apart ("idle"):
+        the coordinator's background work must not pass for other users' noise."""
+        self.pids = {"server": servers[target], "redis": self.pids["redis"]}
+        for name, pid in servers.items():
+            if name != target:
+                self.pids["idle"] = pid
 
     def sample(self) -> dict[str, float]:
         now = {"unix": time.time()}
@@ -166,7 +192,7 @@ class AgentFleet:
 
 
 async def heartbeat_cost(url: str, meter: Meter, args: argparse.Namespace) -> dict[str, float]:
-    """Extra coordinator and Redis CPU per 1,000 heartbeats, largest fleet, no jobs."""
+    """Extra server and Redis CPU per 1,000 heartbeats, largest fleet, no jobs."""
     count, seconds = max(args.printers), args.beat_seconds
     windows: dict[str, Window] = {}
     per_s = 0.0
@@ -183,20 +209,22 @@ async def heartbeat_cost(url: str, meter: Meter, args: argparse.Namespace) -> di
         finally:
             fleet.kill()
         per_s = max(per_s, len(windows[label].inside(beats)) / windows[label].wall_s)
-        print(f"  {count} agents, {label}: coordinator {windows[label].pct('coordinator'):.0f}%"
+        print(f"  {count} agents, {label}: server {windows[label].pct('server'):.0f}%"
               f" of a core, redis {windows[label].pct('redis'):.0f}%, others"
               f" {windows[label].pct('others'):.0f}%", flush=True)  # fmt: skip
     with_beats, without = windows["heartbeats"], windows["no heartbeats"]
     cost = {}
-    for part in ("coordinator", "redis"):
+    for part in ("server", "redis"):
         extra = with_beats.cpu_s[part] / with_beats.wall_s - without.cpu_s[part] / without.wall_s
         cost[part] = 1000 * extra / per_s if per_s else float("nan")
-    print(f"  {per_s:.0f} heartbeats/s: coordinator {cost['coordinator']:.2f} CPU s per 1,000"
+    print(f"  {per_s:.0f} heartbeats/s: server {cost['server']:.2f} CPU s per 1,000"
           f" heartbeats, redis {cost['redis']:.2f}", flush=True)  # fmt: skip
     return {"heartbeats_per_s": per_s, **{f"{k}_cpu_s_per_1000": v for k, v in cost.items()}}
 
 
-async def run_step(url: str, meter: Meter, printers: int, args: argparse.Namespace) -> Step:
+async def run_step(
+    target: str, url: str, meter: Meter, printers: int, args: argparse.Namespace
+) -> Step:
     rate = printers * args.jobs_per_printer_s
     bodies = job_bodies(round(rate * args.step_seconds), printer_ids(printers),
                         f"scale{printers}-{time.monotonic_ns()}")  # fmt: skip
@@ -220,38 +248,61 @@ async def run_step(url: str, meter: Meter, printers: int, args: argparse.Namespa
     beats_ms = window.inside(beats)
     refused = {status: n for status, n in statuses.items() if status != 201}
     if refused or any(k.split()[-1] not in ("200", "201") for k in counts):
-        print(f"  {printers} printers: kiosk answers {dict(statuses)}, agents {dict(counts)}")
-    return Step(printers, rate, statuses[201] / wall, sum(refused.values()),
+        print(f"  {target}, {printers} printers: kiosk answers {dict(statuses)},"
+              f" agents {dict(counts)}")  # fmt: skip
+    return Step(target, printers, rate, statuses[201] / wall, sum(refused.values()),
                 percentile(latencies, 50), percentile(latencies, 99), counts["ack 200"],
                 statuses[201], len(beats_ms) / wall, percentile(beats_ms, 99) if beats_ms else 0,
                 {name: window.pct(name) for name in window.cpu_s},
-                1000 * window.cpu_s["coordinator"] / max(1, counts["ack 200"]))  # fmt: skip
+                1000 * window.cpu_s["server"] / max(1, counts["ack 200"]))  # fmt: skip
+
+
+def met(step: Step) -> bool:
+    return step.p99_ms <= P99_TARGET_MS and not step.non_201
 
 
 def print_step(step: Step) -> None:
     cpu = step.cpu_pct
-    met = "met" if step.p99_ms <= P99_TARGET_MS and not step.non_201 else "MISSED"
-    print(f"{step.printers:>8} {step.offered_per_s:>8.0f} {step.accepted_per_s:>8.0f}"
-          f" {step.non_201:>7} {step.p50_ms:>7.1f} {step.p99_ms:>7.1f} {met:>6}"
+    print(f"{step.target:<12} {step.printers:>8} {step.offered_per_s:>8.0f}"
+          f" {step.accepted_per_s:>8.0f} {step.non_201:>7} {step.p50_ms:>7.1f}"
+          f" {step.p99_ms:>7.1f} {'met' if met(step) else 'MISSED':>6}"
           f" {step.acked:>6}/{step.accepted:<6} {step.heartbeats_per_s:>6.0f}"
-          f" {step.heartbeat_p99_ms:>7.1f} {cpu['coordinator']:>6.0f}% {cpu['redis']:>5.0f}%"
-          f" {cpu['agents']:>6.0f}% {cpu['kiosks']:>6.0f}% {cpu['others']:>6.0f}%"
-          f" {step.coordinator_ms_per_job:>8.2f}",
+          f" {step.heartbeat_p99_ms:>7.1f} {cpu['server']:>6.0f}% {cpu['redis']:>5.0f}%"
+          f" {cpu['agents']:>6.0f}% {cpu['kiosks']:>6.0f}% {cpu.get('idle', 0):>4.0f}%"
+          f" {cpu['others']:>6.0f}% {step.server_ms_per_job:>8.2f}",
           flush=True)  # fmt: skip
 
 
-STEP_HEADER = (f"{'printers':>8} {'offered':>8} {'jobs/s':>8} {'non-201':>7} {'p50 ms':>7}"
-               f" {'p99 ms':>7} {'target':>6} {'acked/accepted':>13} {'hb/s':>6} {'hb p99':>7}"
-               f" {'coord':>7} {'redis':>6} {'agents':>7} {'kiosks':>7} {'others':>7}"
-               f" {'coord ms/job':>8}")  # fmt: skip
+STEP_HEADER = (f"{'server':<12} {'printers':>8} {'offered':>8} {'jobs/s':>8} {'non-201':>7}"
+               f" {'p50 ms':>7} {'p99 ms':>7} {'target':>6} {'acked/accepted':>13} {'hb/s':>6}"
+               f" {'hb p99':>7} {'server':>7} {'redis':>6} {'agents':>7} {'kiosks':>7}"
+               f" {'idle':>5} {'others':>7} {'ms/job':>8}")  # fmt: skip
 
 
-async def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
-    redis = EmbeddedRedis(work / "redis", appendfsync=args.fsync)
+def print_summary(steps: list[Step], targets: list[str]) -> dict[str, int | None]:
+    largest: dict[str, int | None] = {}
+    for target in targets:
+        counts = [s.printers for s in steps if s.target == target and met(s)]
+        largest[target] = max(counts) if counts else None
+        print(f"{target}: largest printer count with accept p99 <= {P99_TARGET_MS:.0f} ms: "
+              f"{largest[target] or 'none'} (target: >= 500)")  # fmt: skip
+    if {"coordinator", "bare"} <= set(targets):
+        pairs = []
+        for printers in dict.fromkeys(s.printers for s in steps):
+            mine = {s.target: s for s in steps if s.printers == printers}
+            if "coordinator" in mine and "bare" in mine:
+                ratio = mine["coordinator"].server_ms_per_job / mine["bare"].server_ms_per_job
+                pairs.append(f"{printers}: {ratio:.2f}x")
+        print("server CPU per job's life, coordinator / bare, same count: " + ", ".join(pairs))
+    return largest
+
+
+async def start_servers(
+    args: argparse.Namespace, work: Path, redis: EmbeddedRedis
+) -> tuple[Coordinator, BareVenue]:
     coordinator = Coordinator(work, "", printer_ids(max(args.printers)))
-    results: dict[str, object] = {"code": git_revision(), "command": args.command}
-    try:
-        await asyncio.to_thread(redis.start)
+    bare = BareVenue(work, redis.url, KIOSK_TOKEN, max(args.printers))
+    if "coordinator" in args.targets:
         # redis-py's pool holds at most 100 connections unless the URL says otherwise;
         # more requests waiting on Redis at once fail with "Too many connections".
         pool = (
@@ -259,29 +310,58 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
         )
         coordinator.redis_url = redis.url + pool
         await coordinator.start()
-        assert coordinator.process is not None and redis.process is not None
-        meter = Meter(coordinator.process.pid, redis.process.pid)
-        print("heartbeat cost (no jobs):", flush=True)
-        results["heartbeat_cost"] = await heartbeat_cost(coordinator.base_url, meter, args)
+    if "bare" in args.targets:
+        await bare.start()
+    return coordinator, bare
+
+
+async def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
+    redis = EmbeddedRedis(work / "redis", appendfsync=args.fsync)
+    results: dict[str, object] = {"code": git_revision(), "command": args.command}
+    coordinator: Coordinator | None = None
+    bare: BareVenue | None = None
+    try:
+        await asyncio.to_thread(redis.start)
+        coordinator, bare = await start_servers(args, work, redis)
+        assert redis.process is not None
+        servers: dict[str, Coordinator | BareVenue] = {"coordinator": coordinator, "bare": bare}
+        urls = {t: servers[t].base_url for t in args.targets}
+        pids = {t: servers[t].process.pid for t in args.targets}  # type: ignore[union-attr]
+        meter = Meter(0, redis.process.pid)
+        costs: dict[str, dict[str, float]] = {}
+        for target in args.targets:
+            print(f"heartbeat cost, {target} (no jobs):", flush=True)
+            meter.watch(target, pids)
+            costs[target] = await heartbeat_cost(urls[target], meter, args)
+        results["heartbeat_cost"] = costs
         print(f"\nsteps of {args.step_seconds:.0f} s, {args.jobs_per_printer_s:g} job/s per"
               f" printer offered by {args.kiosks} kiosk clients (open loop); CPU as % of one"
-              " core during the step (2 cores = 200%); coord ms/job: the coordinator's CPU"
-              " over the step per job acked (accept, lease, start, ack, heartbeats)")  # fmt: skip
+              " core during the step (2 cores = 200%; idle: the other server, not under load);"
+              " ms/job: the server's CPU over the step per job acked (accept, lease, start,"
+              " ack, heartbeats)")  # fmt: skip
         print(STEP_HEADER)
         steps: list[Step] = []
-        for printers in args.printers:
-            steps.append(await run_step(coordinator.base_url, meter, printers, args))
-            print_step(steps[-1])
-            if sum(s.p99_ms > 4 * P99_TARGET_MS for s in steps[-2:]) == 2:
-                print("(two steps far over the target in a row: stopping)")
+        running = list(args.targets)
+        for index, printers in enumerate(args.printers):
+            # A B, then B A: a load drifting over the run weighs on both targets alike.
+            for target in running if index % 2 == 0 else running[::-1]:
+                meter.watch(target, pids)
+                steps.append(await run_step(target, urls[target], meter, printers, args))
+                print_step(steps[-1])
+            for target in list(running):
+                mine = [s for s in steps if s.target == target]
+                if sum(s.p99_ms > 4 * P99_TARGET_MS for s in mine[-2:]) == 2:
+                    print(f"({target}: two steps far over the target in a row: stopping it)")
+                    running.remove(target)
+            if not running:
                 break
         results["steps"] = [asdict(s) for s in steps]
-        met = [s.printers for s in steps if s.p99_ms <= P99_TARGET_MS and not s.non_201]
-        print(f"\nlargest printer count with accept p99 <= {P99_TARGET_MS:.0f} ms: "
-              f"{max(met) if met else 'none'} (target: >= 500)")  # fmt: skip
-        results["largest_meeting_target"] = max(met) if met else None
+        print()
+        results["largest_meeting_target"] = print_summary(steps, args.targets)
     finally:
-        coordinator.stop()
+        for server in (coordinator, bare):
+            if server is not None:
+                server.stop()
         await asyncio.to_thread(redis.stop)
     return results
 
@@ -290,6 +370,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--printers", default="25,50,100,200,300,400,500",
                         help="printer counts, one step each")  # fmt: skip
+    parser.add_argument("--targets", default="coordinator",
+                        help="servers to measure, comma-separated: coordinator, bare (the"
+                        " reference with no business logic, bench/scale_bare.py)")  # fmt: skip
     parser.add_argument("--step-seconds", type=float, default=10)
     parser.add_argument("--jobs-per-printer-s", type=float, default=1.0)
     parser.add_argument("--agent-procs", type=int, default=2)
@@ -313,6 +396,9 @@ def main() -> int:
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     args.printers = [int(n) for n in args.printers.split(",") if n]
+    args.targets = [t for t in args.targets.split(",") if t]
+    if not args.targets or set(args.targets) - set(TARGETS):
+        parser.error(f"--targets: choose from {', '.join(TARGETS)}")
     args.command = shlex.join([".venv/bin/python", "bench/bench_scale.py", *sys.argv[1:]])
     print("bench_scale: one coordinator, simulated agents, kiosks at 1 job/s per printer")
     print(f"code: {git_revision()}\ncommand: {args.command}")

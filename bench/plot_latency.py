@@ -31,7 +31,8 @@ def main() -> None:
     figure, axes = plt.subplots(figsize=(8, 4.8), dpi=110)
     for index, path in enumerate(args.runs):
         run = json.loads(path.read_text())
-        steps = run["steps"]
+        # A run with --targets coordinator,bare also holds the bare reference's steps.
+        steps = [s for s in run["steps"] if s.get("target", "coordinator") == "coordinator"]
         offered = [s["offered_per_s"] for s in steps]
         label = args.label[index] if index < len(args.label) else path.stem
         label += f" @ {run.get('code', '?').split()[0]}"
