@@ -12,7 +12,8 @@ and two server processes, measured as three targets:
   what the run enqueues, the jobs spread over several printers so no job is shed;
 - bare: a process of its own (this file, --serve-bare) whose aiohttp handler
   validates the same `PrintJob` model and makes one EVALSHA of a script that
-  returns at once (the reference the target is set against);
+  returns at once, through the coordinator's own Redis client (the reference the
+  target is set against);
 - bare+write: the same process and handler on another route, with a script that
   INCRs one key, so that the AOF fsync the coordinator's writes cost is paid here
   too (a reference row, not part of the target).
@@ -69,7 +70,9 @@ from stallscrape import Stalls, read_stalls
 
 from badgeline.coordinator.auth import token_digest
 from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.redis_client import WaitingConnectionPool
 from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
+from badgeline.coordinator.script_loader import LoadedScript
 from badgeline.protocol.models import PrintJob
 
 REPO = Path(__file__).resolve().parent.parent
@@ -230,7 +233,7 @@ async def _bare_submit(request: web.Request, script_name: str) -> web.Response:
     except ValidationError as error:
         return web.json_response({"code": "validation_failed", "message": str(error)}, status=422)
     script = request.app[BARE_SCRIPTS][script_name]
-    await script(keys=["{bench}:bare:counter"], args=[job.idempotency_key])
+    await script(["{bench}:bare:counter"], [job.idempotency_key])
     body = {"job_id": "job_" + secrets.token_hex(8), "state": "queued",
             "printer_id": job.printer_target, "position": 0, "duplicate": False}  # fmt: skip
     return web.json_response(body, status=201)
@@ -249,10 +252,14 @@ async def bare_healthz(request: web.Request) -> web.Response:
 
 
 async def serve_bare(port: int, redis_url: str) -> None:
-    redis = Redis.from_url(redis_url)
+    # The coordinator's own Redis client (script calls pipelined on one connection,
+    # redis_lane.py): the reference pays no more per Redis call than the coordinator.
+    redis = Redis.from_pool(WaitingConnectionPool.from_url(redis_url, timeout=5.0))
     app = web.Application()
-    app[BARE_SCRIPTS] = {"noop": redis.register_script(NOOP_SCRIPT),
-                         "write": redis.register_script(WRITE_SCRIPT)}  # fmt: skip
+    app[BARE_SCRIPTS] = {
+        name: LoadedScript(name, 1, redis.register_script(source))
+        for name, source in (("noop", NOOP_SCRIPT), ("write", WRITE_SCRIPT))
+    }
     app.router.add_post("/v1/jobs", bare_submit)
     app.router.add_post("/v1/jobs-write", bare_submit_write)
     app.router.add_get("/healthz", bare_healthz)
