@@ -51,6 +51,10 @@ RedisClient: TypeAlias = Redis | RedisCluster
 # still reach the demoted master after they switched.
 SENTINEL_POLL_S = 0.25
 HEALTH_CHECK_INTERVAL_S = 10
+# A script call on the pipelined lane that hears nothing from Redis this long
+# fails (503), with every call behind it. Far above any script's run time: Redis
+# itself answers BUSY to others past its 5 s script limit.
+SCRIPT_REPLY_TIMEOUT_S = 30.0
 
 
 class HiredisPacking(AbstractConnection):
@@ -151,7 +155,14 @@ class WaitingConnectionPool(ConnectionPool):
     behaviour this relies on.)
     """
 
-    def __init__(self, *, timeout: float, pipeline_scripts: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float,
+        pipeline_scripts: bool = True,
+        script_reply_timeout_s: float = SCRIPT_REPLY_TIMEOUT_S,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.connection_class = hiredis_packing(self.connection_class)
         self._timeout = timeout
@@ -161,7 +172,7 @@ class WaitingConnectionPool(ConnectionPool):
         # stay bytes and hiredis packs as redis-py would; otherwise the pool's.
         text = self.connection_kwargs
         self._lane = (
-            ScriptLane(self.make_connection)
+            ScriptLane(self.make_connection, script_reply_timeout_s)
             if pipeline_scripts
             and not text.get("decode_responses")
             and text.get("encoding", "utf-8") == "utf-8"

@@ -28,7 +28,8 @@ from typing import Any, Protocol
 import hiredis
 from redis._parsers.base import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import InvalidResponse, NoScriptError
+from redis.exceptions import InvalidResponse, NoScriptError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 # What the caller gets instead of a NOSCRIPT error: "load it and call again".
 FALL_BACK = object()
@@ -47,8 +48,11 @@ class DetachableConnection(Protocol):
 class ScriptLane:
     """Sends EVALSHA calls on one connection, opening a new one when it is lost."""
 
-    def __init__(self, new_connection: Callable[[], DetachableConnection]) -> None:
+    def __init__(
+        self, new_connection: Callable[[], DetachableConnection], reply_timeout_s: float
+    ) -> None:
         self._new_connection = new_connection
+        self._reply_timeout_s = reply_timeout_s
         self._current: _PipelinedConnection | None = None
         self._connecting: asyncio.Future[_PipelinedConnection] | None = None
         self._closed = False
@@ -84,7 +88,7 @@ class ScriptLane:
     async def _open(self) -> _PipelinedConnection:
         connection = self._new_connection()
         await connection.connect()  # redis-py's handshake: AUTH, SELECT, TLS
-        opened = _PipelinedConnection(connection.detach_stream())
+        opened = _PipelinedConnection(connection.detach_stream(), self._reply_timeout_s)
         if self._closed:
             opened.fail(RedisConnectionError("the coordinator closed its Redis connections"))
         self._current = opened
@@ -106,7 +110,7 @@ class ScriptLane:
 class _PipelinedConnection(asyncio.Protocol):
     """One socket: calls leave in the order they were made, replies come back in it."""
 
-    def __init__(self, stream: asyncio.StreamWriter) -> None:
+    def __init__(self, stream: asyncio.StreamWriter, reply_timeout_s: float) -> None:
         self._reader = hiredis.Reader(
             # redis-py's own error mapping: a caller catches the same exception
             # types (NoScriptError, ReadOnlyError, BusyLoadingError, …) as on the pool.
@@ -116,14 +120,26 @@ class _PipelinedConnection(asyncio.Protocol):
         self._unsent: list[bytes] = []
         self._awaiting: deque[asyncio.Future[Any]] = deque()
         self.lost = False
+        # A server that stops answering (stopped, or gone without a FIN) would
+        # hold every call forever: past reply_timeout_s without a byte from Redis
+        # while calls wait, the connection is given up and they fail.
+        self._reply_timeout_s = reply_timeout_s
+        self._heard_at = 0.0
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._loop = asyncio.get_running_loop()
         self._stream = stream  # kept: its finaliser closes the socket
         self._transport = stream.transport
         self._transport.set_protocol(self)
 
     def call(self, command: bytes) -> asyncio.Future[Any]:
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         if self.lost:  # lost between the caller's check and now, or closed at birth
             raise RedisConnectionError("connection to Redis lost; the script was not sent")
+        if not self._awaiting:
+            self._heard_at = loop.time()  # the silence starts with the first call waiting
+            if self._watchdog is None:
+                self._watchdog = loop.call_at(self._heard_at + self._reply_timeout_s,
+                                              self._check_silence)  # fmt: skip
         if not self._unsent:  # the first call of this turn of the loop sends them all
             loop.call_soon(self._send)
         self._unsent.append(command)
@@ -138,7 +154,21 @@ class _PipelinedConnection(asyncio.Protocol):
         if not self.lost:  # else its calls have already failed
             self._transport.writelines(unsent)
 
+    def _check_silence(self) -> None:
+        self._watchdog = None
+        if self.lost or not self._awaiting:
+            return
+        silent_s = self._loop.time() - self._heard_at
+        if silent_s >= self._reply_timeout_s:
+            self.fail(RedisTimeoutError(
+                f"no reply from Redis for {silent_s:.1f} s; whether the waiting "
+                "scripts ran is unknown"))  # fmt: skip
+        else:
+            self._watchdog = self._loop.call_at(self._heard_at + self._reply_timeout_s,
+                                                self._check_silence)  # fmt: skip
+
     def data_received(self, data: bytes) -> None:
+        self._heard_at = self._loop.time()
         self._reader.feed(data)
         try:
             while (reply := self._reader.gets()) is not _NOT_YET:
@@ -165,9 +195,12 @@ class _PipelinedConnection(asyncio.Protocol):
             f"connection to Redis lost before the script's reply{reason}; "
             "whether it ran is unknown"))  # fmt: skip
 
-    def fail(self, error: RedisConnectionError) -> None:
+    def fail(self, error: RedisError) -> None:
         """Every call still waiting fails with `error`, and the socket is closed."""
         self.lost = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         self._unsent = []
         awaiting, self._awaiting = self._awaiting, deque()
         for waiter in awaiting:

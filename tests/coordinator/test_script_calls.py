@@ -14,6 +14,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.redis_client import WaitingConnectionPool
@@ -112,17 +113,34 @@ async def test_a_cancelled_caller_does_not_shift_the_replies_of_the_others(
         await client.delete(key)
 
 
-async def test_a_reply_lost_with_its_connection_fails_the_call_without_a_second_run(
-    settings: CoordinatorSettings,
-) -> None:
-    # GIVEN a relay to the real Redis that can swallow Redis's replies and hang up
-    host, port = str(settings.redis_url).removeprefix("redis://").split("/")[0].split(":")
-    cut = asyncio.Event()
-    writers: list[asyncio.StreamWriter] = []
+class ReplyRelay:
+    """A relay to the real Redis that can lose Redis's replies: `hang_up` drops the
+    next reply and closes the client's connection, `go_silent` drops replies and
+    keeps the connection open (a stopped server, a network gone without a FIN)."""
 
-    async def relay(client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
-        server_in, server_out = await asyncio.open_connection(host, int(port))
-        writers.extend([client_out, server_out])
+    def __init__(self, redis_url: str) -> None:
+        self.host, port = redis_url.removeprefix("redis://").split("/")[0].split(":")
+        self.redis_port = int(port)
+        self.hang_up = asyncio.Event()
+        self.go_silent = asyncio.Event()
+        self._writers: list[asyncio.StreamWriter] = []
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        return f"redis://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/0"
+
+    async def __aexit__(self, *exc: object) -> None:
+        for writer in self._writers:
+            writer.close()
+        assert self._server is not None
+        self._server.close()
+
+    async def _relay(
+        self, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter
+    ) -> None:
+        server_in, server_out = await asyncio.open_connection(self.host, self.redis_port)
+        self._writers.extend([client_out, server_out])
 
         async def to_server() -> None:
             while chunk := await client_in.read(65536):
@@ -130,37 +148,69 @@ async def test_a_reply_lost_with_its_connection_fails_the_call_without_a_second_
 
         async def to_client() -> None:
             while chunk := await server_in.read(65536):
-                if cut.is_set():  # this reply is lost, and the connection with it
+                if self.hang_up.is_set():
                     client_out.close()
                     return
-                client_out.write(chunk)
+                if not self.go_silent.is_set():
+                    client_out.write(chunk)
 
         await asyncio.gather(to_server(), to_client(), return_exceptions=True)
 
-    relay_server = await asyncio.start_server(relay, "127.0.0.1", 0)
-    relay_port = relay_server.sockets[0].getsockname()[1]
+
+async def test_a_reply_lost_with_its_connection_fails_the_call_without_a_second_run(
+    settings: CoordinatorSettings,
+) -> None:
     key = f"bl:{{{settings.venue}}}:counter"
     admin = Redis.from_url(str(settings.redis_url))
+    relay = ReplyRelay(str(settings.redis_url))
     try:
-        async with pool_client(f"redis://127.0.0.1:{relay_port}/0") as (pool, client):
+        async with relay as relay_url, pool_client(relay_url) as (pool, client):
             script = LoadedScript("incr", 1, client.register_script(INCR))
             assert await script([key], []) == 1
             # WHEN Redis runs the next call but its reply never arrives
-            cut.set()
+            relay.hang_up.set()
             with pytest.raises(RedisConnectionError, match="whether it ran is unknown"):
                 await asyncio.wait_for(script([key], []), timeout=10)
             # THEN it ran once and only once: the lane does not send it again
             assert int(await admin.get(key) or 0) == 2
             # AND the next call opens a new connection and runs once
-            cut.clear()
+            relay.hang_up.clear()
             assert await script([key], []) == 3
             assert lane_of(pool).connections_opened == 2
     finally:
         await admin.delete(key)
         await admin.aclose()
-        for writer in writers:
-            writer.close()
-        relay_server.close()
+
+
+async def test_calls_to_a_server_gone_silent_fail_after_the_reply_timeout(
+    settings: CoordinatorSettings,
+) -> None:
+    key = f"bl:{{{settings.venue}}}:counter"
+    admin = Redis.from_url(str(settings.redis_url))
+    relay = ReplyRelay(str(settings.redis_url))
+    try:
+        async with relay as relay_url:
+            pool = WaitingConnectionPool.from_url(relay_url, timeout=5, script_reply_timeout_s=0.3)
+            client = Redis.from_pool(pool)
+            try:
+                script = LoadedScript("incr", 1, client.register_script(INCR))
+                assert await script([key], []) == 1
+                # WHEN Redis's answers stop coming, with the connection still open
+                relay.go_silent.set()
+                calls = asyncio.gather(script([key], []), script([key], []),
+                                       return_exceptions=True)  # fmt: skip
+                # THEN every waiting call fails as a store error, not never
+                outcomes = await asyncio.wait_for(calls, timeout=10)
+                assert all(isinstance(o, RedisTimeoutError) for o in outcomes), outcomes
+                # AND once Redis answers again, the next call runs on a new connection
+                relay.go_silent.clear()
+                assert await script([key], []) == 4  # the two silent calls did run
+                assert lane_of(pool).connections_opened == 2
+            finally:
+                await client.aclose()
+    finally:
+        await admin.delete(key)
+        await admin.aclose()
 
 
 async def test_a_connection_the_server_closed_while_idle_is_replaced(
