@@ -17,7 +17,13 @@ import badgeline
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.journal import Journal, JournalError
 from badgeline.agent.printers import AsyncPrinterLink
-from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
+from badgeline.agent.retry import (
+    Backoff,
+    ComebackSignal,
+    OutageLog,
+    sleep_unless_stopped,
+    unless_stopped,
+)
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.agent_models import HeartbeatRequest, PrinterHealthReport
 from badgeline.protocol.states import PaperLevel
@@ -147,12 +153,18 @@ class Heartbeat:
         self.backoff = backoff
         self.outage = OutageLog("heartbeat", printer_id=client.printer_id)
         self.last_answer_state: str | None = None
+        # After an outage the coordinator counts this printer's missed beats again
+        # from the moment it is back: a beat that sleeps out its back-off while the
+        # lease or ack calls already get through can get the printer declared dead.
+        self._comeback = ComebackSignal(client.on_success)
 
     async def run(self, stopping: asyncio.Event, first_probe_timeout_s: float) -> None:
         await unless_stopped(self.watch.wait_first_probe(first_probe_timeout_s), stopping)
         while not stopping.is_set():
-            delay = self.interval_s if await self.beat_once() else self._retry_delay()
-            if not await sleep_unless_stopped(delay, stopping):
+            if await self.beat_once():
+                if not await sleep_unless_stopped(self.interval_s, stopping):
+                    return
+            elif not await self._comeback.back_off(self._retry_delay(), stopping):
                 return
 
     def _retry_delay(self) -> float:
@@ -178,10 +190,13 @@ class Heartbeat:
         try:
             answer = await self.client.heartbeat(beat)
         except (CoordinatorUnavailable, CoordinatorRejected) as error:
+            # A refusal is an answer: waking on the next answer would repeat it.
+            self._comeback.coordinator_away(isinstance(error, CoordinatorUnavailable))
             self.outage.failed(str(error))
             return False
         self.outage.succeeded()
         self.backoff.reset()
+        self._comeback.coordinator_answered()
         if answer.state != self.last_answer_state:
             log_event("printer_state", printer_id=self.client.printer_id,
                       state=str(answer.state), paused=answer.paused)  # fmt: skip

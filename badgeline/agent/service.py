@@ -91,6 +91,7 @@ class Agent:
         self._status: StatusServer | None = None
         self._mdns: AgentMdns | None = None
         self.recovery: RecoveryPlan | None = None
+        self.heartbeat: Heartbeat | None = None
         self._started = self._stopped = False
         self._started_at = time.monotonic()
 
@@ -282,7 +283,7 @@ class Agent:
             outbox=self._outbox, slots=slots, queue=queue, lease_wait_s=settings.lease_wait_s,
             backoff=self._backoff(), recovered=self.recovery.grants_to_retry,
         )  # fmt: skip
-        heartbeat = Heartbeat(
+        self.heartbeat = heartbeat = Heartbeat(
             client, journal, self.watch, agent_id=settings.agent_id, labels=settings.labels,
             interval_s=settings.heartbeat_interval_s, backoff=self._backoff(),
         )  # fmt: skip

@@ -106,6 +106,26 @@ async def test_a_start_grant_is_asked_again_as_soon_as_the_coordinator_answers(
     assert [badge.job_id for badge in emulator.printed] == [first, second]
 
 
+async def test_heartbeats_resume_as_soon_as_the_coordinator_answers_again_not_after_the_backoff(
+    coordinator: LiveCoordinator, emulator: PrinterEmulator, relay: ReplyHoldingRelay,
+    run_agent: Any, tmp_path: Path,
+) -> None:  # fmt: skip
+    # GIVEN an agent whose heartbeat backs off for at least 30 s after a failure (its
+    # lease loop keeps the test settings' short back-off)
+    agent = await _agent_behind(relay, coordinator, emulator, run_agent, tmp_path)
+    agent.heartbeat.backoff = Backoff(OUTBOX_BACKOFF_S, OUTBOX_BACKOFF_S)
+    await wait_for(lambda: _ready(agent))
+    # AND a heartbeat that found the coordinator down
+    await coordinator.stop()
+    await wait_for(lambda: _true(agent.heartbeat.outage.is_down))
+    # WHEN the coordinator comes back (and the lease long-poll reaches it)
+    await coordinator.start()
+    # THEN the printer beats again well within the heartbeat's back-off: the
+    # coordinator would otherwise count the beats it misses meanwhile
+    await wait_for(lambda: _true(not agent.heartbeat.outage.is_down),
+                   timeout_s=OUTBOX_BACKOFF_S / 4)  # fmt: skip
+
+
 async def _agent_behind(
     relay: ReplyHoldingRelay, coordinator: LiveCoordinator, emulator: PrinterEmulator,
     run_agent: Any, tmp_path: Path,
