@@ -255,3 +255,68 @@ async def test_calls_made_while_redis_is_unreachable_fail_together(
         ), timeout=30)  # fmt: skip
         assert all(isinstance(outcome, RedisConnectionError) for outcome in outcomes), outcomes
         assert lane_of(pool).connections_opened == 0
+
+
+async def test_a_push_message_on_the_lane_does_not_take_a_callers_reply(
+    settings: CoordinatorSettings,
+) -> None:
+    # redis-py 8 opens connections with RESP3 (HELLO 3), where the server may push
+    # messages nobody asked for: maintenance notices (CLIENT MAINT_NOTIFICATIONS,
+    # which redis-py turns on by itself where the server has it), client-tracking
+    # invalidations. Here the real server pushes invalidations at the lane because
+    # another client redirects its tracking there.
+    key = f"bl:{{{settings.venue}}}:counter"
+    admin = Redis.from_url(str(settings.redis_url))
+    tracker = Redis.from_url(str(settings.redis_url), single_connection_client=True)
+    try:
+        async with pool_client(str(settings.redis_url)) as (pool, client):
+            await admin.script_load(INCR_ECHO)  # no FALL_BACK: only the lane runs EVALSHA
+            script = LoadedScript("incr_echo", 1, client.register_script(INCR_ECHO))
+            await script([key], ["warm-up"])
+            lane_ids = [c["id"] for c in await admin.client_list() if c["cmd"] == "evalsha"]
+            assert len(lane_ids) == 1
+            await tracker.execute_command("CLIENT", "TRACKING", "ON", "REDIRECT", lane_ids[0])
+            await tracker.get(key)  # tracked: the next change to it pushes an invalidation
+            # WHEN calls wait on the lane while the server pushes a message to it
+            replies = await asyncio.wait_for(asyncio.gather(
+                *(script([key], [f"caller-{n}"]) for n in range(5)), return_exceptions=True,
+            ), timeout=10)  # fmt: skip
+            # THEN each caller still gets the reply to its own call
+            assert [r[1] for r in replies] == [f"caller-{n}".encode() for n in range(5)], replies  # type: ignore[index]
+            assert lane_of(pool).connections_opened == 1
+    finally:
+        await tracker.aclose()
+        await admin.delete(key)
+        await admin.aclose()
+
+
+async def test_calls_fail_after_the_reply_timeout_when_a_new_connection_hears_nothing(
+    settings: CoordinatorSettings,
+) -> None:
+    key = f"bl:{{{settings.venue}}}:counter"
+    admin = Redis.from_url(str(settings.redis_url))
+    relay = ReplyRelay(str(settings.redis_url))
+    try:
+        async with relay as relay_url:
+            pool = WaitingConnectionPool.from_url(relay_url, timeout=5, script_reply_timeout_s=0.3)
+            client = Redis.from_pool(pool)
+            try:
+                script = LoadedScript("incr", 1, client.register_script(INCR))
+                assert await script([key], []) == 1
+                relay.hang_up.set()  # the lane's connection is lost
+                with pytest.raises(RedisConnectionError):
+                    await asyncio.wait_for(script([key], []), timeout=10)
+                relay.hang_up.clear()
+                # WHEN the server accepts the next connection but never answers (a
+                # stopped server: the kernel still accepts; a network black hole)
+                relay.go_silent.set()
+                calls = asyncio.gather(script([key], []), script([key], []),
+                                       return_exceptions=True)  # fmt: skip
+                # THEN the calls fail as a store error after the reply timeout, not never
+                outcomes = await asyncio.wait_for(calls, timeout=5)
+                assert all(isinstance(o, RedisTimeoutError) for o in outcomes), outcomes
+            finally:
+                await client.aclose()
+    finally:
+        await admin.delete(key)
+        await admin.aclose()
