@@ -220,6 +220,9 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced(
     admin = Redis.from_url(str(settings.redis_url))
     try:
         async with pool_client(str(settings.redis_url)) as (pool, client):
+            # Loaded beforehand, or the FALL_BACK's pooled connection runs EVALSHA too
+            # (the test passed only after another test had loaded INCR).
+            await admin.script_load(INCR)
             script = LoadedScript("incr", 1, client.register_script(INCR))
             assert await script([key], []) == 1
             lane = lane_of(pool)
