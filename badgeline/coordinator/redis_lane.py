@@ -42,6 +42,8 @@ class DetachableConnection(Protocol):
 
     async def connect(self) -> None: ...
 
+    async def disconnect(self, nowait: bool = False) -> None: ...
+
     def detach_stream(self) -> asyncio.StreamWriter: ...
 
 
@@ -87,7 +89,18 @@ class ScriptLane:
 
     async def _open(self) -> _PipelinedConnection:
         connection = self._new_connection()
-        await connection.connect()  # redis-py's handshake: AUTH, SELECT, TLS
+        # Bounded like a reply: a server that accepts but never answers (stopped; a
+        # black hole) would otherwise hold every call sharing this attempt forever.
+        try:
+            async with asyncio.timeout(self._reply_timeout_s):
+                await connection.connect()  # redis-py's handshake: AUTH, SELECT, TLS
+        except BaseException as error:
+            await connection.disconnect(nowait=True)
+            if isinstance(error, TimeoutError):
+                raise RedisTimeoutError(
+                    f"no answer from Redis to a new connection within {self._reply_timeout_s:g} s"
+                ) from None
+            raise
         opened = _PipelinedConnection(connection.detach_stream(), self._reply_timeout_s)
         if self._closed:
             opened.fail(RedisConnectionError("the coordinator closed its Redis connections"))
@@ -172,6 +185,8 @@ class _PipelinedConnection(asyncio.Protocol):
         self._reader.feed(data)
         try:
             while (reply := self._reader.gets()) is not _NOT_YET:
+                if isinstance(reply, hiredis.PushNotification):
+                    continue  # RESP3 out-of-band (tracking, maintenance): no call's reply
                 if not self._awaiting:
                     raise InvalidResponse("Redis sent a reply no script call awaited")
                 waiter = self._awaiting.popleft()
