@@ -171,8 +171,11 @@ class WaitingConnectionPool(ConnectionPool):
         # Script calls share one pipelined connection (redis_lane.py) when replies
         # stay bytes and hiredis packs as redis-py would; otherwise the pool's.
         text = self.connection_kwargs
+        # A socket_timeout in redis_url bounds script replies too, as it did on
+        # pooled connections.
+        reply_timeout_s = text.get("socket_timeout") or script_reply_timeout_s
         self._lane = (
-            ScriptLane(self.make_connection, script_reply_timeout_s)
+            ScriptLane(self.make_connection, reply_timeout_s)
             if pipeline_scripts
             and not text.get("decode_responses")
             and text.get("encoding", "utf-8") == "utf-8"
@@ -219,9 +222,11 @@ class WaitingConnectionPool(ConnectionPool):
         return self._lane
 
     async def disconnect(self, inuse_connections: bool = True) -> None:
-        await super().disconnect(inuse_connections)
-        if inuse_connections and self._lane is not None:
-            self._lane.close()
+        try:
+            await super().disconnect(inuse_connections)
+        finally:
+            if inuse_connections and self._lane is not None:
+                self._lane.close()
 
     async def evalsha_once(self, sha: str, keys: list[str], args: list[Any]) -> Any:
         """One EVALSHA, around redis-py's client layer: its retry wrapper,

@@ -116,8 +116,7 @@ class ScriptLane:
     def close(self) -> None:
         self._closed = True
         if self._current is not None:
-            self._current.fail(
-                RedisConnectionError("the coordinator closed its Redis connections"))
+            self._current.fail(RedisConnectionError("the coordinator closed its Redis connections"))
 
 
 class _PipelinedConnection(asyncio.Protocol):

@@ -51,7 +51,7 @@ async def test_concurrent_calls_each_get_their_own_reply_in_order(
     async with pool_client(str(settings.redis_url)) as (pool, client):
         script = LoadedScript("incr_echo", 1, client.register_script(INCR_ECHO))
         await script([key], ["warm-up"])  # loads the script
-        # WHEN 300 callers call at once, in three waves that overlap
+        # WHEN 300 callers call at once
         replies = await asyncio.gather(*(script([key], [f"caller-{n}"]) for n in range(300)))
         # THEN each got the reply to its own call, and Redis ran them in call order
         assert [reply[1] for reply in replies] == [f"caller-{n}".encode() for n in range(300)]
@@ -108,7 +108,7 @@ async def test_a_cancelled_caller_does_not_shift_the_replies_of_the_others(
         assert isinstance(done[2], asyncio.CancelledError)
         for n in (0, 1, 3, 4):
             assert done[n][1] == f"caller-{n}".encode()  # type: ignore[index]
-        # the cancelled call was sent already, and ran: never a second time
+        # the cancelled call still went out with the others, and ran: once, never twice
         assert int(await client.get(key) or 0) == 6
         await client.delete(key)
 
