@@ -52,7 +52,10 @@ class SimAgent:
     async def _post(self, path: str, body: bytes | None = None) -> tuple[int, object]:
         headers = {**self.headers, "Content-Type": "application/json"} if body else self.headers
         async with self.session.post(self.base + path, data=body, headers=headers) as response:
-            return response.status, await response.json(content_type=None)
+            try:
+                return response.status, await response.json(content_type=None)
+            except ValueError:  # not JSON (a proxy's error page): counted by its status
+                return response.status, None
 
     async def heartbeats(self, until: float) -> None:
         interval = self.args.heartbeat_s
