@@ -263,6 +263,12 @@ async def serve_bare(port: int, redis_url: str) -> None:
     app.router.add_post("/v1/jobs", bare_submit)
     app.router.add_post("/v1/jobs-write", bare_submit_write)
     app.router.add_get("/healthz", bare_healthz)
+    await serve_until_signalled(app, port, redis)
+
+
+async def serve_until_signalled(app: web.Application, port: int, redis: Redis) -> None:
+    """Serve `app` on HOST:`port` until SIGTERM or SIGINT, then close it and `redis`
+    (the bare reference servers, here and in scale_bare.py)."""
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     await web.TCPSite(runner, HOST, port).start()

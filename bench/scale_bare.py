@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import contextlib
 import itertools
-import signal
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from bench_accept import (
     NOOP_SCRIPT,
     agent_token,
     printer_ids,
+    serve_until_signalled,
     spawn,
     stop_process,
     wait_until_serving,
@@ -201,18 +201,7 @@ async def serve(args: argparse.Namespace) -> None:
     app.router.add_post("/v1/agents/{printer_id}/jobs/{job_id}/start", start)
     app.router.add_post("/v1/agents/{printer_id}/jobs/{job_id}/ack", ack)
     app.router.add_get("/healthz", healthz)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    await web.TCPSite(runner, HOST, args.port).start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await runner.cleanup()
-        await redis.aclose()
+    await serve_until_signalled(app, args.port, redis)
 
 
 @dataclass

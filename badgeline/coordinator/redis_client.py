@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeAlias
 
 import hiredis
@@ -55,6 +55,10 @@ HEALTH_CHECK_INTERVAL_S = 10
 # fails (503), with every call behind it. Far above any script's run time: Redis
 # itself answers BUSY to others past its 5 s script limit.
 SCRIPT_REPLY_TIMEOUT_S = 30.0
+# A coordinator that starts before its Redis answers waits this long for it, well
+# inside systemd's TimeoutStartSec (90 s), then exits for systemd to start it again.
+REDIS_START_WAIT_S = 60.0
+REDIS_START_RETRY_S = 0.5
 
 
 class HiredisPacking(AbstractConnection):
@@ -369,6 +373,39 @@ async def check_topology(client: RedisClient, settings: CoordinatorSettings) -> 
         )
 
 
+async def _once_reachable(check: Callable[[], Awaitable[None]], url: str | None) -> None:
+    """Run `check` until Redis answers it. A coordinator started while its Redis is
+    down or still loading its AOF (a venue server booting, a Redis restart) waits
+    for it, with one log line, instead of exiting with a traceback for systemd to
+    restart every 2 s. Past REDIS_START_WAIT_S the last error is raised."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + REDIS_START_WAIT_S
+    waiting = False
+    while True:
+        try:
+            await check()
+        except (RedisConnectionError, RedisTimeoutError) as error:  # LOADING included
+            if loop.time() >= deadline:
+                raise
+            if not waiting:
+                log_event("redis_unreachable_at_start", logging.WARNING, url=_redacted(url),
+                          error=str(error), waiting_s=REDIS_START_WAIT_S)  # fmt: skip
+                waiting = True
+            await asyncio.sleep(REDIS_START_RETRY_S)
+        else:
+            if waiting:
+                log_event("redis_reachable", url=_redacted(url))
+            return
+
+
+def _redacted(url: str | None) -> str:
+    """`url` without its password, for the log."""
+    if not url or "@" not in url:
+        return url or ""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://***@{rest.rpartition('@')[2]}"
+
+
 @contextlib.asynccontextmanager
 async def connected(settings: CoordinatorSettings, url: str | None) -> AsyncIterator[RedisClient]:
     """A checked client for the coordinator's lifetime (main.py, tests, benchmarks)."""
@@ -378,7 +415,7 @@ async def connected(settings: CoordinatorSettings, url: str | None) -> AsyncIter
             await watch.check()
             watch.start()
         else:
-            await check_topology(client, settings)
+            await _once_reachable(lambda: check_topology(client, settings), url)
         yield client
     finally:
         if watch is not None:

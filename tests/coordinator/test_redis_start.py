@@ -1,0 +1,62 @@
+"""A coordinator started before its Redis answers waits for it (a venue server
+booting, a Redis restarting), then gives up after REDIS_START_WAIT_S."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+
+import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from badgeline.coordinator import redis_client
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.events import EVENT_LOGGER, JsonLineFormatter
+from badgeline.coordinator.redis_client import connected
+from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
+from tests.helpers import wait_for
+
+
+def events(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [json.loads(JsonLineFormatter().format(r))["event"] for r in caplog.records
+            if r.name == EVENT_LOGGER]  # fmt: skip
+
+
+async def test_a_coordinator_started_before_its_redis_waits_for_it(
+    settings: CoordinatorSettings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger=EVENT_LOGGER)
+    port = free_port()
+    late = EmbeddedRedis(tmp_path / "late-redis", port=port)
+
+    async def start_coordinator() -> bool:
+        async with connected(settings, f"redis://127.0.0.1:{port}/0") as redis:
+            return bool(await redis.ping())
+
+    # GIVEN a coordinator starting while nothing answers on its Redis port
+    starting = asyncio.create_task(start_coordinator())
+    try:
+        async def said_waiting() -> bool:
+            return "redis_unreachable_at_start" in events(caplog)
+
+        await wait_for(said_waiting)
+        assert not starting.done()
+        # WHEN Redis comes up THEN the coordinator carries on with it
+        await asyncio.to_thread(late.start)
+        assert await asyncio.wait_for(starting, timeout=15) is True
+        assert events(caplog).count("redis_unreachable_at_start") == 1  # one line, not one a try
+        assert "redis_reachable" in events(caplog)
+    finally:
+        starting.cancel()
+        await asyncio.to_thread(late.stop)
+
+
+async def test_a_redis_that_never_comes_fails_the_start_after_the_wait(
+    settings: CoordinatorSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_client, "REDIS_START_WAIT_S", 0.3)
+    with pytest.raises(RedisConnectionError):
+        async with connected(settings, f"redis://127.0.0.1:{free_port()}/0"):
+            pass
