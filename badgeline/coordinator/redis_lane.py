@@ -2,11 +2,11 @@
 
 On a pooled connection each script call pays for itself: a connection checkout,
 its own send, and its own read and wake-up when the reply comes. On this 2-core
-machine that was ~117 µs of coordinator CPU and ~56 µs of Redis CPU per call
+machine that was ~129 µs of coordinator CPU and ~54 µs of Redis CPU per call
 (50 callers in one process, bench/bench_script_lane.py), and a submit makes one
 call, a job's life about six. Here the calls made in one turn of the event loop
 leave in one write, and the replies that arrive together are handed out in one
-read: ~11 µs on each side. Redis runs one connection's commands in order and
+read: ~14 and ~11 µs. Redis runs one connection's commands in order and
 answers them in order, so the n-th reply belongs to the n-th call; with
 appendfsync always it still answers a write only after its fsync.
 
@@ -14,8 +14,10 @@ What a caller sees is what it saw on a pooled connection (redis_client.py,
 WaitingConnectionPool.evalsha_once): the script's reply, its error raised, or
 FALL_BACK for a script the server does not know. A call whose connection drops
 before its reply fails with a connection error and is never sent again: it may
-have run. The next call opens a new connection. Only EVALSHA goes here: pub/sub
-and every other command keep their pooled connections.
+have run; so does every waiting call when Redis sends nothing for the reply
+timeout (30 s, or redis_url's socket_timeout). The next call opens a new
+connection. RESP3 push messages are skipped: they answer no call. Only EVALSHA
+goes here: pub/sub and every other command keep their pooled connections.
 """
 
 from __future__ import annotations
