@@ -38,6 +38,7 @@ from redis.exceptions import (
     ResponseError,
 )
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.maint_notifications import MaintNotificationsConfig
 
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings
 from badgeline.coordinator.events import log_event
@@ -167,6 +168,12 @@ class WaitingConnectionPool(ConnectionPool):
         script_reply_timeout_s: float = SCRIPT_REPLY_TIMEOUT_S,
         **kwargs: Any,
     ) -> None:
+        # redis-py skips its check for a dead idle connection (one a restarted Redis
+        # closed) while maintenance notifications are on, and they are on ("auto")
+        # by default: the first command on each such connection then failed (503).
+        # The notices come only from Redis Enterprise / Cloud, and nothing here acts
+        # on them (the script lane skips push messages).
+        kwargs.setdefault("maint_notifications_config", MaintNotificationsConfig(enabled=False))
         super().__init__(**kwargs)
         self.connection_class = hiredis_packing(self.connection_class)
         self._timeout = timeout

@@ -9,13 +9,15 @@ import logging
 from pathlib import Path
 
 import pytest
+from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from badgeline.coordinator import redis_client
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.events import EVENT_LOGGER, JsonLineFormatter
-from badgeline.coordinator.redis_client import connected
+from badgeline.coordinator.redis_client import WaitingConnectionPool, connected
 from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
+from badgeline.coordinator.script_loader import LoadedScript
 from tests.helpers import wait_for
 
 
@@ -60,3 +62,33 @@ async def test_a_redis_that_never_comes_fails_the_start_after_the_wait(
     with pytest.raises(RedisConnectionError):
         async with connected(settings, f"redis://127.0.0.1:{free_port()}/0"):
             pass
+
+
+async def test_after_a_redis_restart_idle_pooled_connections_do_not_fail_a_request(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a pool with an idle connection, and a script call on the lane, to a Redis
+    server = EmbeddedRedis(tmp_path / "restarted-redis")
+    await asyncio.to_thread(server.start)
+    pool = WaitingConnectionPool.from_url(server.url, timeout=5)
+    client = Redis.from_pool(pool)
+    key = "bl:{restart}:job"
+    try:
+        incr = client.register_script("return redis.call('INCR', KEYS[1])")
+        script = LoadedScript("incr", 1, incr)
+        assert await script([key], []) == 1
+        async with client.pipeline(transaction=False) as pipe:  # as JobStore.get_job reads
+            pipe.get(key)
+            assert await pipe.execute() == [b"1"]
+        # WHEN Redis is killed and comes back from its AOF
+        await asyncio.to_thread(server.kill)
+        await asyncio.to_thread(server.start)
+        # THEN the next read through the pool works (redis-py replaces the dead idle
+        # connection) and so does the next script call (a new lane connection)
+        async with client.pipeline(transaction=False) as pipe:
+            pipe.get(key)
+            assert await pipe.execute() == [b"1"]
+        assert await script([key], []) == 2
+    finally:
+        await client.aclose()
+        await asyncio.to_thread(server.stop)
