@@ -29,13 +29,31 @@ FAIL = "return redis.error_reply('BADGE no such badge')"
 
 
 @contextlib.asynccontextmanager
-async def pool_client(url: str) -> AsyncIterator[tuple[WaitingConnectionPool, Redis]]:
-    pool = WaitingConnectionPool.from_url(url, timeout=5)
+async def pool_client(
+    url: str, **pool_options: float
+) -> AsyncIterator[tuple[WaitingConnectionPool, Redis]]:
+    pool = WaitingConnectionPool.from_url(url, timeout=5, **pool_options)
     client = Redis.from_pool(pool)
     try:
         yield pool, client
     finally:
         await client.aclose()
+
+
+@pytest.fixture
+async def admin(settings: CoordinatorSettings) -> AsyncIterator[Redis]:
+    """A plain client beside the pool under test: it sees what really ran."""
+    client = Redis.from_url(str(settings.redis_url))
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def key(settings: CoordinatorSettings, admin: Redis) -> AsyncIterator[str]:
+    """The counter the scripts increment, removed after the test."""
+    name = f"bl:{{{settings.venue}}}:counter"
+    yield name
+    await admin.delete(name)
 
 
 def lane_of(pool: WaitingConnectionPool) -> ScriptLane:
@@ -46,8 +64,8 @@ def lane_of(pool: WaitingConnectionPool) -> ScriptLane:
 
 async def test_concurrent_calls_each_get_their_own_reply_in_order(
     settings: CoordinatorSettings,
+    key: str,
 ) -> None:
-    key = f"bl:{{{settings.venue}}}:counter"
     async with pool_client(str(settings.redis_url)) as (pool, client):
         script = LoadedScript("incr_echo", 1, client.register_script(INCR_ECHO))
         await script([key], ["warm-up"])  # loads the script
@@ -57,13 +75,12 @@ async def test_concurrent_calls_each_get_their_own_reply_in_order(
         assert [reply[1] for reply in replies] == [f"caller-{n}".encode() for n in range(300)]
         assert [reply[0] for reply in replies] == list(range(2, 302))
         assert lane_of(pool).connections_opened == 1
-        await client.delete(key)
 
 
 async def test_a_script_error_fails_only_its_own_call_and_the_connection_stays(
     settings: CoordinatorSettings,
+    key: str,
 ) -> None:
-    key = f"bl:{{{settings.venue}}}:counter"
     async with pool_client(str(settings.redis_url)) as (pool, client):
         failing = LoadedScript("fail", 1, client.register_script(FAIL))
         counting = LoadedScript("incr", 1, client.register_script(INCR))
@@ -78,11 +95,11 @@ async def test_a_script_error_fails_only_its_own_call_and_the_connection_stays(
         assert isinstance(outcomes[1], ResponseError) and "no such badge" in str(outcomes[1])
         assert await counting([key], []) == 4
         assert lane_of(pool).connections_opened == 1
-        await client.delete(key)
 
 
-async def test_a_script_the_server_forgot_is_loaded_again(settings: CoordinatorSettings) -> None:
-    key = f"bl:{{{settings.venue}}}:counter"
+async def test_a_script_the_server_forgot_is_loaded_again(
+    settings: CoordinatorSettings, key: str
+) -> None:
     async with pool_client(str(settings.redis_url)) as (_, client):
         script = LoadedScript("incr", 1, client.register_script(INCR))
         assert await script([key], []) == 1
@@ -91,13 +108,12 @@ async def test_a_script_the_server_forgot_is_loaded_again(settings: CoordinatorS
         # THEN the next calls, made together, still run the script once each
         assert sorted(await asyncio.gather(script([key], []), script([key], []))) == [2, 3]
         assert await script([key], []) == 4
-        await client.delete(key)
 
 
 async def test_a_cancelled_caller_does_not_shift_the_replies_of_the_others(
     settings: CoordinatorSettings,
+    key: str,
 ) -> None:
-    key = f"bl:{{{settings.venue}}}:counter"
     async with pool_client(str(settings.redis_url)) as (_, client):
         script = LoadedScript("incr_echo", 1, client.register_script(INCR_ECHO))
         await script([key], ["warm-up"])
@@ -110,7 +126,6 @@ async def test_a_cancelled_caller_does_not_shift_the_replies_of_the_others(
             assert done[n][1] == f"caller-{n}".encode()  # type: ignore[index]
         # the cancelled call still went out with the others, and ran: once, never twice
         assert int(await client.get(key) or 0) == 6
-        await client.delete(key)
 
 
 class ReplyRelay:
@@ -159,88 +174,74 @@ class ReplyRelay:
 
 async def test_a_reply_lost_with_its_connection_fails_the_call_without_a_second_run(
     settings: CoordinatorSettings,
+    admin: Redis,
+    key: str,
 ) -> None:
-    key = f"bl:{{{settings.venue}}}:counter"
-    admin = Redis.from_url(str(settings.redis_url))
     relay = ReplyRelay(str(settings.redis_url))
-    try:
-        async with relay as relay_url, pool_client(relay_url) as (pool, client):
-            script = LoadedScript("incr", 1, client.register_script(INCR))
-            assert await script([key], []) == 1
-            # WHEN Redis runs the next call but its reply never arrives
-            relay.hang_up.set()
-            with pytest.raises(RedisConnectionError, match="whether it ran is unknown"):
-                await asyncio.wait_for(script([key], []), timeout=10)
-            # THEN it ran once and only once: the lane does not send it again
-            assert int(await admin.get(key) or 0) == 2
-            # AND the next call opens a new connection and runs once
-            relay.hang_up.clear()
-            assert await script([key], []) == 3
-            assert lane_of(pool).connections_opened == 2
-    finally:
-        await admin.delete(key)
-        await admin.aclose()
+    async with relay as relay_url, pool_client(relay_url) as (pool, client):
+        script = LoadedScript("incr", 1, client.register_script(INCR))
+        assert await script([key], []) == 1
+        # WHEN Redis runs the next call but its reply never arrives
+        relay.hang_up.set()
+        with pytest.raises(RedisConnectionError, match="whether it ran is unknown"):
+            await asyncio.wait_for(script([key], []), timeout=10)
+        # THEN it ran once and only once: the lane does not send it again
+        assert int(await admin.get(key) or 0) == 2
+        # AND the next call opens a new connection and runs once
+        relay.hang_up.clear()
+        assert await script([key], []) == 3
+        assert lane_of(pool).connections_opened == 2
 
 
 async def test_calls_to_a_server_gone_silent_fail_after_the_reply_timeout(
     settings: CoordinatorSettings,
+    admin: Redis,
+    key: str,
 ) -> None:
-    key = f"bl:{{{settings.venue}}}:counter"
-    admin = Redis.from_url(str(settings.redis_url))
     relay = ReplyRelay(str(settings.redis_url))
-    try:
-        async with relay as relay_url:
-            pool = WaitingConnectionPool.from_url(relay_url, timeout=5, script_reply_timeout_s=0.3)
-            client = Redis.from_pool(pool)
-            try:
-                script = LoadedScript("incr", 1, client.register_script(INCR))
-                assert await script([key], []) == 1
-                # WHEN Redis's answers stop coming, with the connection still open
-                relay.go_silent.set()
-                calls = asyncio.gather(script([key], []), script([key], []),
-                                       return_exceptions=True)  # fmt: skip
-                # THEN every waiting call fails as a store error, not never
-                outcomes = await asyncio.wait_for(calls, timeout=10)
-                assert all(isinstance(o, RedisTimeoutError) for o in outcomes), outcomes
-                # AND once Redis answers again, the next call runs on a new connection
-                relay.go_silent.clear()
-                assert await script([key], []) == 4  # the two silent calls did run
-                assert lane_of(pool).connections_opened == 2
-            finally:
-                await client.aclose()
-    finally:
-        await admin.delete(key)
-        await admin.aclose()
+    async with (
+        relay as relay_url,
+        pool_client(relay_url, script_reply_timeout_s=0.3) as (pool, client),
+    ):
+        script = LoadedScript("incr", 1, client.register_script(INCR))
+        assert await script([key], []) == 1
+        # WHEN Redis's answers stop coming, with the connection still open
+        relay.go_silent.set()
+        calls = asyncio.gather(script([key], []), script([key], []),
+                               return_exceptions=True)  # fmt: skip
+        # THEN every waiting call fails as a store error, not never
+        outcomes = await asyncio.wait_for(calls, timeout=10)
+        assert all(isinstance(o, RedisTimeoutError) for o in outcomes), outcomes
+        # AND once Redis answers again, the next call runs on a new connection
+        relay.go_silent.clear()
+        assert await script([key], []) == 4  # the two silent calls did run
+        assert lane_of(pool).connections_opened == 2
 
 
 async def test_a_connection_the_server_closed_while_idle_is_replaced(
     settings: CoordinatorSettings,
+    admin: Redis,
+    key: str,
 ) -> None:
-    key = f"bl:{{{settings.venue}}}:counter"
-    admin = Redis.from_url(str(settings.redis_url))
-    try:
-        async with pool_client(str(settings.redis_url)) as (pool, client):
-            # Loaded beforehand, or the FALL_BACK's pooled connection runs EVALSHA too
-            # (the test passed only after another test had loaded INCR).
-            await admin.script_load(INCR)
-            script = LoadedScript("incr", 1, client.register_script(INCR))
-            assert await script([key], []) == 1
-            lane = lane_of(pool)
-            # WHEN the server drops the lane's connection (a restart, a CLIENT KILL)
-            lane_ids = [c["id"] for c in await admin.client_list() if c["cmd"] == "evalsha"]
-            assert len(lane_ids) == 1
-            assert await admin.client_kill_filter(_id=lane_ids[0]) == 1
+    async with pool_client(str(settings.redis_url)) as (pool, client):
+        # Loaded beforehand, or the FALL_BACK's pooled connection runs EVALSHA too
+        # (the test passed only after another test had loaded INCR).
+        await admin.script_load(INCR)
+        script = LoadedScript("incr", 1, client.register_script(INCR))
+        assert await script([key], []) == 1
+        lane = lane_of(pool)
+        # WHEN the server drops the lane's connection (a restart, a CLIENT KILL)
+        lane_ids = [c["id"] for c in await admin.client_list() if c["cmd"] == "evalsha"]
+        assert len(lane_ids) == 1
+        assert await admin.client_kill_filter(_id=lane_ids[0]) == 1
 
-            async def noticed() -> bool:
-                return not lane.connected
+        async def noticed() -> bool:
+            return not lane.connected
 
-            await wait_for(noticed)
-            # THEN the next call runs on a new connection
-            assert await script([key], []) == 2
-            assert lane.connections_opened == 2
-    finally:
-        await admin.delete(key)
-        await admin.aclose()
+        await wait_for(noticed)
+        # THEN the next call runs on a new connection
+        assert await script([key], []) == 2
+        assert lane.connections_opened == 2
 
 
 async def test_calls_made_while_redis_is_unreachable_fail_together(
@@ -262,14 +263,14 @@ async def test_calls_made_while_redis_is_unreachable_fail_together(
 
 async def test_a_push_message_on_the_lane_does_not_take_a_callers_reply(
     settings: CoordinatorSettings,
+    admin: Redis,
+    key: str,
 ) -> None:
     # redis-py 8 opens connections with RESP3 (HELLO 3), where the server may push
     # messages nobody asked for: maintenance notices (CLIENT MAINT_NOTIFICATIONS,
     # which redis-py turns on by itself where the server has it), client-tracking
     # invalidations. Here the real server pushes invalidations at the lane because
     # another client redirects its tracking there.
-    key = f"bl:{{{settings.venue}}}:counter"
-    admin = Redis.from_url(str(settings.redis_url))
     tracker = Redis.from_url(str(settings.redis_url), single_connection_client=True)
     try:
         async with pool_client(str(settings.redis_url)) as (pool, client):
@@ -289,37 +290,29 @@ async def test_a_push_message_on_the_lane_does_not_take_a_callers_reply(
             assert lane_of(pool).connections_opened == 1
     finally:
         await tracker.aclose()
-        await admin.delete(key)
-        await admin.aclose()
 
 
 async def test_calls_fail_after_the_reply_timeout_when_a_new_connection_hears_nothing(
     settings: CoordinatorSettings,
+    admin: Redis,
+    key: str,
 ) -> None:
-    key = f"bl:{{{settings.venue}}}:counter"
-    admin = Redis.from_url(str(settings.redis_url))
     relay = ReplyRelay(str(settings.redis_url))
-    try:
-        async with relay as relay_url:
-            pool = WaitingConnectionPool.from_url(relay_url, timeout=5, script_reply_timeout_s=0.3)
-            client = Redis.from_pool(pool)
-            try:
-                script = LoadedScript("incr", 1, client.register_script(INCR))
-                assert await script([key], []) == 1
-                relay.hang_up.set()  # the lane's connection is lost
-                with pytest.raises(RedisConnectionError):
-                    await asyncio.wait_for(script([key], []), timeout=10)
-                relay.hang_up.clear()
-                # WHEN the server accepts the next connection but never answers (a
-                # stopped server: the kernel still accepts; a network black hole)
-                relay.go_silent.set()
-                calls = asyncio.gather(script([key], []), script([key], []),
-                                       return_exceptions=True)  # fmt: skip
-                # THEN the calls fail as a store error after the reply timeout, not never
-                outcomes = await asyncio.wait_for(calls, timeout=5)
-                assert all(isinstance(o, RedisTimeoutError) for o in outcomes), outcomes
-            finally:
-                await client.aclose()
-    finally:
-        await admin.delete(key)
-        await admin.aclose()
+    async with (
+        relay as relay_url,
+        pool_client(relay_url, script_reply_timeout_s=0.3) as (_, client),
+    ):
+        script = LoadedScript("incr", 1, client.register_script(INCR))
+        assert await script([key], []) == 1
+        relay.hang_up.set()  # the lane's connection is lost
+        with pytest.raises(RedisConnectionError):
+            await asyncio.wait_for(script([key], []), timeout=10)
+        relay.hang_up.clear()
+        # WHEN the server accepts the next connection but never answers (a
+        # stopped server: the kernel still accepts; a network black hole)
+        relay.go_silent.set()
+        calls = asyncio.gather(script([key], []), script([key], []),
+                               return_exceptions=True)  # fmt: skip
+        # THEN the calls fail as a store error after the reply timeout, not never
+        outcomes = await asyncio.wait_for(calls, timeout=5)
+        assert all(isinstance(o, RedisTimeoutError) for o in outcomes), outcomes
