@@ -181,16 +181,16 @@ class WaitingConnectionPool(ConnectionPool):
         self._waiting = 0
         # Script calls share one pipelined connection (redis_lane.py) when replies
         # stay bytes and hiredis packs as redis-py would; otherwise the pool's.
-        text = self.connection_kwargs
+        options = self.connection_kwargs
         # A socket_timeout in redis_url bounds script replies too, as it did on
         # pooled connections.
-        reply_timeout_s = text.get("socket_timeout") or script_reply_timeout_s
+        reply_timeout_s = options.get("socket_timeout") or script_reply_timeout_s
         self._lane = (
             ScriptLane(self.make_connection, reply_timeout_s)
             if pipeline_scripts
-            and not text.get("decode_responses")
-            and text.get("encoding", "utf-8") == "utf-8"
-            and text.get("encoding_errors", "strict") == "strict"
+            and not options.get("decode_responses")
+            and options.get("encoding", "utf-8") == "utf-8"
+            and options.get("encoding_errors", "strict") == "strict"
             else None
         )
 
