@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import hashlib
 import json
 import logging
@@ -30,6 +29,11 @@ log = logging.getLogger("badgeline.chaos")
 
 QUIET_JOURNAL = ("leased", "granted", "printed", "failed", "uncertain")
 FETCH_CONCURRENCY = 16
+# A read that fails for any reason but "not found" is tried again: right after a
+# Redis restart a replica can answer 503 once per stale connection, and a job
+# the checker could not read would be counted as lost.
+FETCH_ATTEMPTS = 5
+FETCH_RETRY_S = 1.0
 
 
 @dataclass
@@ -237,10 +241,17 @@ async def fetch_jobs(venue: ChaosVenue, job_ids: list[str]) -> dict[str, dict[st
     gate = asyncio.Semaphore(FETCH_CONCURRENCY)
 
     async def one(job_id: str) -> None:
-        async with gate:
-            # not found or unreachable: absent from the answer
-            with contextlib.suppress(VenueError):
-                views[job_id] = await venue.api(f"/v1/jobs/{job_id}")
+        # Not found, or unreadable after every attempt: absent from the answer.
+        for attempt in range(FETCH_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(FETCH_RETRY_S)
+            async with gate:
+                try:
+                    views[job_id] = await venue.api(f"/v1/jobs/{job_id}")
+                    return
+                except VenueError as error:
+                    if error.not_found:
+                        return
 
     await asyncio.gather(*(one(job_id) for job_id in job_ids))
     return views

@@ -60,7 +60,11 @@ START_TIMEOUT_S = 60.0
 
 
 class VenueError(RuntimeError):
-    pass
+    def __init__(self, message: str, *, not_found: bool = False) -> None:
+        super().__init__(message)
+        # Every replica answered 404: the thing is not there. Anything else (a 503
+        # while Redis restarts, a refused connection) says nothing about it.
+        self.not_found = not_found
 
 
 def _toml_value(value: Any) -> str:
@@ -312,12 +316,15 @@ class ChaosVenue:
     async def api(self, path: str) -> Any:
         """GET from the first replica that answers (operator token)."""
         problem: Exception | None = None
+        statuses = []
         for replica in self.replicas:
             try:
                 return await self.get(replica.url + path, self.operator_token)
             except (aiohttp.ClientError, TimeoutError) as error:
                 problem = error
-        raise VenueError(f"no replica answered {path}: {problem}")
+                statuses.append(getattr(error, "status", None))
+        raise VenueError(f"no replica answered {path}: {problem}",
+                         not_found=all(status == 404 for status in statuses))  # fmt: skip
 
     async def post_api(self, path: str, body: Any) -> Any:
         """POST to the first replica that answers (operator token)."""
