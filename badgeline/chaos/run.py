@@ -89,7 +89,7 @@ class ChaosResult:
 async def run_chaos(config: ChaosConfig) -> ChaosResult:
     config.root.mkdir(parents=True, exist_ok=True)
     venue = ChaosVenue(config.root, config.printer_ids, coordinators=config.coordinators,
-                       appendfsync=config.appendfsync)  # fmt: skip
+                       appendfsync=config.appendfsync, supervise=True)  # fmt: skip
     timings: dict[str, float] = {}
     redriven: dict[str, str] = {}  # shed job id -> redrive outcome
     clock = time.monotonic()
@@ -101,6 +101,9 @@ async def run_chaos(config: ChaosConfig) -> ChaosResult:
         timings["chaos"] = time.monotonic() - clock
         clock = time.monotonic()
         problems = await _settle(venue, config, runner, submissions, redriven)
+        # A process that exits on its own under these faults is a defect to look
+        # at, even though the supervisor restarted it as systemd would.
+        problems += venue.unplanned_exits
         timings["settle"] = time.monotonic() - clock
         clock = time.monotonic()
         report, reconcile = await _check(venue, submissions, runner)

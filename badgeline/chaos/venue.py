@@ -18,6 +18,7 @@ import contextlib
 import json
 import secrets
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,9 @@ AGENT_DEFAULTS: dict[str, Any] = {
     "print_confirm_timeout_s": 10.0,
 }
 START_TIMEOUT_S = 60.0
+# As the shipped units do (systemd/*.service: Restart=always, RestartSec=2): a
+# coordinator, agent or emulator that exits on its own is started again 2 s later.
+RESTART_AFTER_S = 2.0
 
 
 class VenueError(RuntimeError):
@@ -112,8 +116,12 @@ class ChaosVenue:
         coordinator_settings: dict[str, Any] | None = None,
         agent_settings: dict[str, Any] | None = None,
         appendfsync: str = "always",
+        supervise: bool = False,
     ) -> None:
         self.root = root.resolve()
+        # Restart processes that exit on their own (see _supervise). Off for the
+        # harnesses that kill and restart an agent themselves (durability.py).
+        self.supervise = supervise
         self.printer_ids = printer_ids
         self.venue = "chaos" + secrets.token_hex(4)
         self.kiosk_token = secrets.token_urlsafe(24)
@@ -139,6 +147,11 @@ class ChaosVenue:
         # printer -> where in its log the running agent's lines begin, and its URL once read
         self._agent_log_start: dict[str, int] = {}
         self._agent_status_urls: dict[str, str] = {}
+        # Processes a fault stopped (restarted when it clears, not by the supervisor),
+        # and what the supervisor saw exit on its own.
+        self._stopped_by_fault: set[str] = set()
+        self.unplanned_exits: list[str] = []
+        self._supervisor: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------ addresses
 
@@ -220,8 +233,38 @@ class ChaosVenue:
         command = [sys.executable, "-m", "badgeline.cli", *args]
         managed = ManagedProcess(name, command, self.root / "logs" / f"{name}.log")
         self.processes[name] = managed
+        self._stopped_by_fault.discard(name)
         managed.start()
         return managed
+
+    async def _supervise(self) -> None:
+        """Restart what exited on its own, like systemd would, and record it: without
+        this a replica that exited stayed down until its next scheduled fault."""
+        exited_at: dict[str, float] = {}
+        while True:
+            await asyncio.sleep(0.25)
+            now = time.monotonic()
+            for name, managed in list(self.processes.items()):
+                if managed.running or name in self._stopped_by_fault:
+                    exited_at.pop(name, None)
+                    continue
+                if now - exited_at.setdefault(name, now) < RESTART_AFTER_S:
+                    continue
+                status = managed.process.returncode if managed.process else None
+                self.unplanned_exits.append(
+                    f"{name} exited on its own (status {status}) at "
+                    f"{time.strftime('%H:%M:%S')}; restarted {RESTART_AFTER_S:g} s later"
+                )
+                exited_at.pop(name, None)
+                self._restart(name)
+
+    def _restart(self, name: str) -> None:
+        if name.startswith("coordinator-"):
+            self.start_coordinator(name)
+        elif name.startswith("agent-"):
+            self.start_agent(name.removeprefix("agent-"))
+        elif name.startswith("emulator-"):
+            self.start_emulator(name.removeprefix("emulator-"))
 
     def running(self, name: str) -> bool:
         process = self.processes.get(name)
@@ -234,10 +277,7 @@ class ChaosVenue:
         for replica in self.replicas:
             self.start_coordinator(replica.name)
         for printer_id in self.printer_ids:
-            self._spawn(f"emulator-{printer_id}", "emulator",
-                        "--port", str(self.printers[printer_id].port),
-                        "--control-port", str(self.printers[printer_id].control_port),
-                        "--out", str(self.root / "badges" / printer_id))  # fmt: skip
+            self.start_emulator(printer_id)
         for proxy in self.proxies.values():
             await proxy.start()
         for replica in self.replicas:
@@ -248,13 +288,29 @@ class ChaosVenue:
         for printer_id in self.printer_ids:
             self.start_agent(printer_id)
         await self.wait_for(self.all_printers_healthy, "every printer to report healthy")
+        if self.supervise:
+            self.start_supervisor()
+
+    def start_supervisor(self) -> None:
+        self._supervisor = asyncio.create_task(self._supervise())
+
+    def start_emulator(self, printer_id: str) -> None:
+        slot = self.printers[printer_id]
+        self._spawn(f"emulator-{printer_id}", "emulator", "--port", str(slot.port),
+                    "--control-port", str(slot.control_port),
+                    "--out", str(self.root / "badges" / printer_id))  # fmt: skip
 
     def start_coordinator(self, name: str) -> None:
         replica = self.replica(name)
         self._spawn(name, "coordinator", "--config", str(self._coordinator_config(replica)))
 
-    def kill_coordinator(self, name: str) -> None:
+    def kill_by_fault(self, name: str) -> None:
+        """kill -9 a process that stays down until the fault clears and starts it."""
+        self._stopped_by_fault.add(name)
         self.processes[name].kill()
+
+    def kill_coordinator(self, name: str) -> None:
+        self.kill_by_fault(name)
 
     def start_agent(self, printer_id: str) -> None:
         log = self._agent_log(printer_id)
@@ -264,7 +320,7 @@ class ChaosVenue:
                     str(self._agent_config(self.printers[printer_id])))  # fmt: skip
 
     def kill_agent(self, printer_id: str) -> None:
-        self.processes[f"agent-{printer_id}"].kill()
+        self.kill_by_fault(f"agent-{printer_id}")
 
     async def kill_redis(self) -> None:
         await asyncio.to_thread(self.redis.kill)
@@ -280,6 +336,11 @@ class ChaosVenue:
 
     async def stop(self) -> None:
         """Everything the venue started goes, whatever state the run left it in."""
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._supervisor
+            self._supervisor = None
         agents = [p for n, p in self.processes.items() if n.startswith("agent")]
         await asyncio.gather(*(asyncio.to_thread(p.stop, 5.0) for p in agents))
         for name, process in self.processes.items():
