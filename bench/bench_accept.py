@@ -70,7 +70,7 @@ from stallscrape import Stalls, read_stalls
 
 from badgeline.coordinator.auth import token_digest
 from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.redis_client import WaitingConnectionPool
+from badgeline.coordinator.redis_pool import WaitingConnectionPool
 from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
 from badgeline.coordinator.script_loader import LoadedScript
 from badgeline.protocol.models import PrintJob

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from redis.asyncio import Redis
 
-from badgeline.coordinator.redis_client import WaitingConnectionPool
+from badgeline.coordinator.redis_pool import WaitingConnectionPool
 from badgeline.coordinator.redis_server import EmbeddedRedis
 from badgeline.coordinator.script_loader import LoadedScript
 

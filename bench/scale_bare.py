@@ -13,7 +13,7 @@ must do for the request:
   `HeartbeatRequest`, `StartRequest`, `AckRequest`) and the lease query;
 - one EVALSHA of a script that returns at once (bench_accept's NOOP_SCRIPT): one
   Redis round trip per request, as bench_accept's bare handler makes, on the
-  coordinator's own Redis client (redis_client.WaitingConnectionPool: script calls
+  coordinator's own Redis client (redis_pool.WaitingConnectionPool: script calls
   pipelined on one connection, redis_lane.py), so the floor is not raised by a
   costlier client than the coordinator's;
 - answer JSON of the shape the real one answers.
@@ -61,8 +61,8 @@ from badgeline.coordinator.auth import (
     token_digest,
 )
 from badgeline.coordinator.config import Role, TokenEntry
-from badgeline.coordinator.redis_client import WaitingConnectionPool
 from badgeline.coordinator.redis_lane import FALL_BACK
+from badgeline.coordinator.redis_pool import WaitingConnectionPool
 from badgeline.coordinator.redis_server import free_port
 from badgeline.protocol.errors import HTTP_STATUS, BadgelineError
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, PrintJob, StartRequest

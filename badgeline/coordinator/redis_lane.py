@@ -10,7 +10,7 @@ read: ~14 and ~11 µs. Redis runs one connection's commands in order and
 answers them in order, so the n-th reply belongs to the n-th call; with
 appendfsync always it still answers a write only after its fsync.
 
-What a caller sees is what it saw on a pooled connection (redis_client.py,
+What a caller sees is what it saw on a pooled connection (redis_pool.py,
 WaitingConnectionPool.evalsha_once): the script's reply, its error raised, or
 FALL_BACK for a script the server does not know. A call whose connection drops
 before its reply fails with a connection error and is never sent again: it may
@@ -40,7 +40,7 @@ _NOT_YET = object()  # hiredis: no whole reply buffered yet
 
 class DetachableConnection(Protocol):
     """A redis-py connection that can hand over its socket after connecting
-    (redis_client.HiredisPacking)."""
+    (redis_pool.HiredisPacking)."""
 
     async def connect(self) -> None: ...
 

@@ -17,8 +17,9 @@ from typing import Any
 
 from redis.commands.core import AsyncScript
 
-from badgeline.coordinator.redis_client import RedisClient, WaitingConnectionPool
+from badgeline.coordinator.redis_client import RedisClient
 from badgeline.coordinator.redis_lane import FALL_BACK
+from badgeline.coordinator.redis_pool import WaitingConnectionPool
 
 _SCRIPTS_PACKAGE = "badgeline.coordinator.scripts"
 

@@ -15,7 +15,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from badgeline.coordinator import redis_client
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.events import EVENT_LOGGER, JsonLineFormatter
-from badgeline.coordinator.redis_client import WaitingConnectionPool, connected
+from badgeline.coordinator.redis_client import connected
+from badgeline.coordinator.redis_pool import WaitingConnectionPool
 from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
 from badgeline.coordinator.script_loader import LoadedScript
 from tests.helpers import wait_for

@@ -17,8 +17,8 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.redis_client import WaitingConnectionPool
 from badgeline.coordinator.redis_lane import ScriptLane
+from badgeline.coordinator.redis_pool import WaitingConnectionPool
 from badgeline.coordinator.script_loader import LoadedScript
 from tests.helpers import wait_for
 
