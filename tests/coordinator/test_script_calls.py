@@ -56,6 +56,21 @@ async def key(settings: CoordinatorSettings, admin: Redis) -> AsyncIterator[str]
     await admin.delete(name)
 
 
+async def newest_client_id(admin: Redis) -> int:
+    return max(int(c["id"]) for c in await admin.client_list())
+
+
+async def lane_connection_id(admin: Redis, opened_after: int) -> int:
+    """The id of the one EVALSHA connection opened after client `opened_after`: the
+    lane under test. The server is shared by the session, and a connection an earlier
+    test left open may have run EVALSHA last too (the suite runs files in any order
+    under pytest-xdist)."""
+    lane_ids = [int(c["id"]) for c in await admin.client_list()
+                if c["cmd"] == "evalsha" and int(c["id"]) > opened_after]  # fmt: skip
+    assert len(lane_ids) == 1, lane_ids
+    return lane_ids[0]
+
+
 def lane_of(pool: WaitingConnectionPool) -> ScriptLane:
     lane = pool.lane
     assert lane is not None  # plain bytes replies: the pool pipelines script calls
@@ -223,6 +238,7 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced(
     admin: Redis,
     key: str,
 ) -> None:
+    before = await newest_client_id(admin)
     async with pool_client(str(settings.redis_url)) as (pool, client):
         # Loaded beforehand, or the FALL_BACK's pooled connection runs EVALSHA too
         # (the test passed only after another test had loaded INCR).
@@ -231,9 +247,8 @@ async def test_a_connection_the_server_closed_while_idle_is_replaced(
         assert await script([key], []) == 1
         lane = lane_of(pool)
         # WHEN the server drops the lane's connection (a restart, a CLIENT KILL)
-        lane_ids = [c["id"] for c in await admin.client_list() if c["cmd"] == "evalsha"]
-        assert len(lane_ids) == 1
-        assert await admin.client_kill_filter(_id=lane_ids[0]) == 1
+        lane_id = await lane_connection_id(admin, before)
+        assert await admin.client_kill_filter(_id=str(lane_id)) == 1
 
         async def noticed() -> bool:
             return not lane.connected
@@ -272,14 +287,14 @@ async def test_a_push_message_on_the_lane_does_not_take_a_callers_reply(
     # invalidations. Here the real server pushes invalidations at the lane because
     # another client redirects its tracking there.
     tracker = Redis.from_url(str(settings.redis_url), single_connection_client=True)
+    before = await newest_client_id(admin)
     try:
         async with pool_client(str(settings.redis_url)) as (pool, client):
             await admin.script_load(INCR_ECHO)  # no FALL_BACK: only the lane runs EVALSHA
             script = LoadedScript("incr_echo", 1, client.register_script(INCR_ECHO))
             await script([key], ["warm-up"])
-            lane_ids = [c["id"] for c in await admin.client_list() if c["cmd"] == "evalsha"]
-            assert len(lane_ids) == 1
-            await tracker.execute_command("CLIENT", "TRACKING", "ON", "REDIRECT", lane_ids[0])
+            lane_id = await lane_connection_id(admin, before)
+            await tracker.execute_command("CLIENT", "TRACKING", "ON", "REDIRECT", lane_id)
             await tracker.get(key)  # tracked: the next change to it pushes an invalidation
             # WHEN calls wait on the lane while the server pushes a message to it
             replies = await asyncio.wait_for(asyncio.gather(
