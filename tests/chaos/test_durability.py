@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from badgeline.chaos.durability import PowerCuts, redis_kill_round
+from badgeline.chaos.power_cuts import PowerCuts
+from badgeline.chaos.redis_kill import redis_kill_round
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
