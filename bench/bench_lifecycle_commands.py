@@ -53,12 +53,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# Run from a checkout without installing: make `badgeline` and bench_accept importable.
+# Run from a checkout without installing: make `badgeline` and benchkit importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import aiohttp
-from bench_accept import (
+from benchkit import (
     KIOSK_TOKEN,
     VENUE,
     Coordinator,

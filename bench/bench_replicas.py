@@ -6,10 +6,10 @@
 Coordinator replicas are stateless: every one of them serves any kiosk and any
 agent from the same Redis. One Redis (EmbeddedRedis, AOF `always` as shipped) is
 started; for each replica count, that many real coordinator processes
-(bench_accept's `Coordinator`, each with its own port and state directory) serve
+(benchkit's `Coordinator`, each with its own port and state directory) serve
 `POST /v1/jobs` from `--kiosk-procs` load processes of their own (this file with
 --kiosk-worker), whose `--concurrency` clients in all are spread round-robin over
-the replicas and post distinct jobs as fast as answered (closed loop, bench_accept's
+the replicas and post distinct jobs as fast as answered (closed loop, benchkit's
 `post_all`). Rounds alternate between replica counts.
 
 Reported per replica count: median accepted jobs/s over rounds, p50/p99, the
@@ -40,8 +40,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
-import bench_accept
-from bench_accept import (
+import benchkit
+from benchkit import (
     Coordinator,
     cpu_seconds,
     git_revision,
@@ -80,7 +80,7 @@ class RoundResult:
 
 async def kiosk_worker(urls: list[str], count: int, concurrency: int, tag: str) -> None:
     """Post `count` jobs over `urls` with `concurrency` clients; print a JSON result."""
-    bench_accept.KIOSK_TOKEN = os.environ["BENCH_KIOSK_TOKEN"]  # the token the coordinators know
+    benchkit.KIOSK_TOKEN = os.environ["BENCH_KIOSK_TOKEN"]  # the token the coordinators know
     bodies = job_bodies(count, PRINTERS, tag)
     shares = [bodies[n :: len(urls)] for n in range(len(urls))]
     per_url = max(1, concurrency // len(urls))
@@ -107,7 +107,7 @@ async def kiosk_worker(urls: list[str], count: int, concurrency: int, tag: str) 
 
 class LoadProcesses:
     def __init__(self, urls: list[str], args: argparse.Namespace, tag: str) -> None:
-        env = {**os.environ, "BENCH_KIOSK_TOKEN": bench_accept.KIOSK_TOKEN}
+        env = {**os.environ, "BENCH_KIOSK_TOKEN": benchkit.KIOSK_TOKEN}
         share, procs = args.requests // args.kiosk_procs, args.kiosk_procs
         self.processes = [subprocess.Popen(
             [sys.executable, str(BENCH_FILE), "--kiosk-worker", "--urls", ",".join(urls),

@@ -5,7 +5,7 @@
         [--beat-seconds 10] [--redis-max-connections N] [--nice -10] [--json results.json]
 
 One Redis (EmbeddedRedis, AOF `always`, as shipped) and one real coordinator
-process (bench_accept's `Coordinator`: an agent token per printer, a kiosk token).
+process (benchkit's `Coordinator`: an agent token per printer, a kiosk token).
 With `--targets coordinator,bare` a second server process is measured the same
 way in the same run, beside it: scale_bare.py's bare reference (the same paths
 and tokens; each request only authenticated, validated with the real protocol
@@ -16,7 +16,7 @@ the next count, the order alternating (A B, B A, ...) so drifting load on a
 shared machine falls on both.
 Simulated agents (bench/simagents.py: real HTTP agent protocol, heartbeat every
 1 s, lease long-poll, start, ack) run in `--agent-procs` processes of their own;
-the kiosk load (bench_accept's `post_paced`: open loop, latency from each job's
+the kiosk load (benchkit's `post_paced`: open loop, latency from each job's
 due time) runs in this process. Nothing of the load shares the coordinator's GIL.
 
 1. Heartbeat cost, with the largest printer count: a window with every agent
@@ -58,7 +58,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
-from bench_accept import (
+from benchkit import (
     KIOSK_TOKEN,
     Coordinator,
     cpu_seconds,

@@ -3,7 +3,7 @@
     python bench/scale_bare.py --port P --redis-url URL --kiosk-sha256 HEX --printers N
 
 A server process of its own (started by `BareVenue`), serving the paths and
-auth headers the kiosks (bench_accept's `post_paced`) and the simulated agents
+auth headers the kiosks (benchkit's `post_paced`) and the simulated agents
 (simagents.py) use, each handler doing only what any server of this protocol
 must do for the request:
 
@@ -40,16 +40,8 @@ from typing import Any, TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aiohttp import web
-from bench_accept import (
-    HOST,
-    NOOP_SCRIPT,
-    agent_token,
-    printer_ids,
-    serve_until_signalled,
-    spawn,
-    stop_process,
-    wait_until_serving,
-)
+from bench_accept import NOOP_SCRIPT, serve_until_signalled
+from benchkit import HOST, agent_token, printer_ids, spawn, stop_process, wait_until_serving
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 

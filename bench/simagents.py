@@ -5,7 +5,7 @@
 
 Run by bench_scale.py as processes of their own (so they share no GIL with the
 coordinator or the kiosk load). Each simulated agent owns printer
-`printer-bench<NN>` (bench_accept's ids and tokens) and, until `--seconds` have
+`printer-bench<NN>` (benchkit's ids and tokens) and, until `--seconds` have
 passed:
 
 - heartbeats every `--heartbeat-s` (first one at a random moment of the interval,
@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
-from bench_accept import agent_token, printer_ids
+from benchkit import agent_token, printer_ids
 
 LEASE_WAIT_S = 10
 

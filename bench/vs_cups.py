@@ -54,7 +54,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
-from bench_accept import git_revision, load_average, machine_busy_seconds, percentile
+from benchkit import git_revision, load_average, machine_busy_seconds, percentile
 from cupsd import INSTALL_HINT, PrivateCupsd, missing_tools, print_job
 from proccpu import priority, tree_cpu_seconds
 
