@@ -15,10 +15,14 @@ import hashlib
 import hmac
 import json
 import secrets
+import sys
 from dataclasses import dataclass
+
+from pydantic import ValidationError
 
 from badgeline.coordinator.config import Role, TokenEntry
 from badgeline.protocol.errors import BadgelineError, ErrorCode
+from badgeline.protocol.ids import is_printer_id
 
 
 @dataclass(frozen=True)
@@ -89,22 +93,77 @@ def require_printer(identity: Identity, printer_id: str) -> None:
 
 # ---- `badgeline hash-token`
 
+# A token the operator chose is only as strong as its length: 16 characters is
+# about what an 8-byte random token holds; the generated ones carry 32 bytes.
+MIN_CHOSEN_TOKEN_CHARS = 16
+EXIT_BAD_ARGUMENTS = 2
+# The entry's fields as the command's options, so an error names what to change.
+_OPTION_OF_FIELD = {"name": "--name", "role": "--role", "printer_id": "--printer-id"}
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", required=True, help="who holds the token, e.g. kiosk-hall-a")
     parser.add_argument("--role", required=True, choices=["kiosk", "agent", "operator"])
     parser.add_argument("--printer-id", help="the printer an agent token is bound to")
-    parser.add_argument("--token", help="hash this token instead of generating a new one")
+    parser.add_argument(
+        "--token",
+        help=f"hash this token instead of generating a new one "
+        f"(at least {MIN_CHOSEN_TOKEN_CHARS} characters)",
+    )
+
+
+def _describe(error: ValidationError) -> list[str]:
+    problems = []
+    for problem in error.errors(include_url=False):
+        field = str(problem["loc"][0]) if problem["loc"] else ""
+        message = problem["msg"].removeprefix("Value error, ")
+        option = _OPTION_OF_FIELD.get(field)
+        problems.append(f"{option}: {message}" if option else message)
+    return problems
+
+
+def toml_string(value: object) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, except that TOML has no
+    UTF-16 surrogate pairs (so no ASCII-only output) and wants DEL escaped."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _option_problems(args: argparse.Namespace) -> list[str]:
+    """What the options get wrong before a config entry can be built from them."""
+    problems = []
+    if args.role == "agent" and not args.printer_id:
+        problems.append("--printer-id: an agent token is bound to one printer; "
+                        "name it, e.g. --printer-id printer-a1")  # fmt: skip
+    if args.role != "agent" and args.printer_id:
+        problems.append(f"--printer-id: only agent tokens are bound to a printer; "
+                        f"leave it out for a {args.role} token")  # fmt: skip
+    if args.printer_id and not is_printer_id(args.printer_id):
+        problems.append(f"--printer-id: {args.printer_id!r} is not a printer id: `printer-` "
+                        f"then 1-16 lowercase letters or digits, e.g. printer-a1")  # fmt: skip
+    if args.token is not None and len(args.token) < MIN_CHOSEN_TOKEN_CHARS:
+        problems.append(f"--token: {len(args.token)} characters is too easy to guess; use at "
+                        f"least {MIN_CHOSEN_TOKEN_CHARS}, or leave out --token for a random "
+                        f"one")  # fmt: skip
+    return problems
 
 
 def run(args: argparse.Namespace) -> int:
+    problems = _option_problems(args)
     token = args.token or secrets.token_urlsafe(32)
-    entry = TokenEntry(
-        name=args.name, role=args.role, sha256=token_digest(token), printer_id=args.printer_id
-    )
-    print(f"# give this token to {args.name}; only its hash goes into the config")
+    entry = None
+    if not problems:
+        try:
+            entry = TokenEntry(name=args.name, role=args.role, sha256=token_digest(token),
+                               printer_id=args.printer_id)  # fmt: skip
+        except ValidationError as error:
+            problems = _describe(error)
+    if entry is None:
+        for problem in problems:
+            print(f"badgeline hash-token: {problem}", file=sys.stderr)
+        return EXIT_BAD_ARGUMENTS
+    print(f"# give this token to {toml_string(args.name)}; only its hash goes into the config")
     print(f"# token: {token}")
     print("[[tokens]]")
     for key, value in entry.model_dump(exclude_none=True).items():
-        print(f"{key} = {json.dumps(value)}")
+        print(f"{key} = {toml_string(value)}")
     return 0
