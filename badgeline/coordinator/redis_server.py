@@ -82,7 +82,10 @@ class EmbeddedRedis:
         tie_to_parent: bool = True,
         extra_args: list[str] | None = None,
     ) -> None:
-        self.data_dir = Path(data_dir)
+        # Absolute: the server changes into --dir before it opens --logfile and
+        # --pidfile, so a relative path (the default state_dir is one) would be
+        # looked up a second time from inside that directory.
+        self.data_dir = Path(data_dir).absolute()
         self.port = port or free_port()
         self.appendfsync = appendfsync
         self.tie_to_parent = tie_to_parent
@@ -116,9 +119,12 @@ class EmbeddedRedis:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._stop_stale_server()
         preexec = _die_with_parent if self.tie_to_parent else None
+        # A session of its own: a Ctrl-C at the terminal (or any signal to our
+        # process group) must reach only the coordinator, which drains its
+        # requests and then stops this server, not both at once.
         self.process = subprocess.Popen(
             self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=preexec,
+            preexec_fn=preexec, start_new_session=True,
         )  # fmt: skip
         self._wait_until_ready(timeout_s)
 
@@ -129,8 +135,7 @@ class EmbeddedRedis:
         try:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
-                    log = (self.data_dir / "redis.log").read_text(errors="replace")[-2000:]
-                    raise RedisServerError(f"redis server exited at start-up:\n{log}")
+                    raise RedisServerError(f"redis server exited at start-up:\n{self._log_tail()}")
                 with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError):
                     if client.ping():
                         return
@@ -138,6 +143,13 @@ class EmbeddedRedis:
         finally:
             client.close()
         raise RedisServerError(f"redis server not ready on port {self.port} in {timeout_s}s")
+
+    def _log_tail(self) -> str:
+        log = self.data_dir / "redis.log"
+        try:
+            return log.read_text(errors="replace")[-2000:]
+        except OSError as error:  # it can exit before it opens its log
+            return f"(no log at {log}: {error.strerror})"
 
     def _stop_stale_server(self) -> None:
         """A server left by a coordinator that was killed must not share our AOF."""
