@@ -27,6 +27,8 @@ from badgeline.discovery.advertise import CoordinatorAdvertiser
 
 # The unit's RestartPreventExitStatus= names it: a bad config is not restarted in a loop.
 EXIT_CONFIG_ERROR = 2
+NO_TOKENS_HINT = ("every API call will get 401: add [[tokens]] entries to the config "
+                  "(`badgeline hash-token --name NAME --role kiosk|agent|operator`)")  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +60,10 @@ def make_site(
 
 async def serve(settings: CoordinatorSettings) -> None:
     ssl_context = tls.server_context(settings)  # a bad certificate stops us before Redis starts
+    if not settings.tokens:
+        # Not an error (enrolled agents bring their own tokens), but with no
+        # operator token nobody can issue them, and every kiosk call is a 401.
+        log_event("no_api_tokens", logging.WARNING, hint=NO_TOKENS_HINT)
     embedded: EmbeddedRedis | None = None
     redis_url = settings.redis_url
     if redis_url is None:
