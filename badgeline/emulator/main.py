@@ -13,12 +13,20 @@ from badgeline.emulator.server import PrinterEmulator
 from badgeline.emulator.state import Fault, PrinterCondition
 
 logger = logging.getLogger(__name__)
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def _ms_per_badge(text: str) -> int:
     value = int(text)
     if not 0 <= value <= PrinterCondition.MAX_MS_PER_BADGE:
         raise argparse.ArgumentTypeError(f"must be within 0..{PrinterCondition.MAX_MS_PER_BADGE}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be within 0..65535 (0 picks a free one)")
     return value
 
 
@@ -32,10 +40,10 @@ def _buffer_bytes(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
-        "--port", type=int, default=9100, help="ESC/POS printer port (0 picks a free one)"
+        "--port", type=_port, default=9100, help="ESC/POS printer port (0 picks a free one)"
     )
     parser.add_argument(
-        "--control-port", type=int, default=9101, help="control API port (0 picks a free one)"
+        "--control-port", type=_port, default=9101, help="control API port (0 picks a free one)"
     )
     parser.add_argument(
         "--out", type=Path, default=Path("emulator-out"), help="directory for badge PNGs"
@@ -52,12 +60,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_BUFFER_BYTES,
         help=f"receive buffer: bytes received but not yet printed (default {DEFAULT_BUFFER_BYTES})",
     )
-    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    parser.add_argument(
+        "--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
+        help="logging level (default INFO)",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     try:
         asyncio.run(_serve(args))

@@ -9,9 +9,11 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
 from aiohttp import ClientSession
 
 import badgeline
+from badgeline.cli import main
 from tests.emulator.escpos_builders import badge_job, status_query
 
 REPO_ROOT = Path(badgeline.__file__).resolve().parent.parent
@@ -92,3 +94,21 @@ async def test_given_a_taken_port_then_the_cli_exits_with_an_error(tmp_path: Pat
     assert process.returncode == 1
     assert b"could not start" in log
     assert b"Traceback" not in log
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--port", "99999"], "argument --port: must be within 0..65535"),
+        (["--control-port", "-1"], "argument --control-port: must be within 0..65535"),
+        (["--log-level", "LOUD"], "argument --log-level: invalid choice: 'LOUD'"),
+    ],
+)
+def test_a_bad_option_is_named_in_one_line_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], options: list[str], named: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["emulator", *options])
+
+    assert exit_info.value.code == 2
+    assert named in capsys.readouterr().err
