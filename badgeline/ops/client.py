@@ -15,6 +15,7 @@ DEFAULT_URL = "http://127.0.0.1:8420"
 # Exit codes: 1 the coordinator refused or a check failed, 2 bad usage
 # (argparse's own), 3 the coordinator could not be reached at all.
 EXIT_REFUSED = 1
+EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 
 _HINTS = {
@@ -36,9 +37,12 @@ def _describe_refusal(error: urllib.error.HTTPError) -> str:
     try:
         detail = json.loads(raw)["error"]
         code, message = detail["code"], detail["message"]
+        # What each bad field got wrong ("for_s: Input should be greater than 0").
+        fields = "; ".join(f"{'.'.join(str(part) for part in field['loc'])}: {field['msg']}"
+                           for field in detail.get("fields") or [])  # fmt: skip
     except (ValueError, KeyError, TypeError):
-        code, message = error.reason, raw.decode("utf-8", "replace").strip()[:200]
-    line = f"{error.code} {code}: {message}"
+        code, message, fields = error.reason, raw.decode("utf-8", "replace").strip()[:200], ""
+    line = f"{error.code} {code}: {message}" + (f" ({fields})" if fields else "")
     hint = _HINTS.get(error.code)
     return f"{line} ({hint})" if hint else line
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from badgeline.ops.client import DEFAULT_URL, OpsClient, OpsError
+from badgeline.ops.client import DEFAULT_URL, EXIT_USAGE, OpsClient, OpsError
 
 # A command calls the API and returns what --json prints, and a renderer turns
 # that into the table an operator reads.
@@ -50,3 +50,24 @@ def printer_id(value: str) -> str:
     if not value.startswith("printer-"):
         raise argparse.ArgumentTypeError(f"{value!r} is not a printer id (printer-…)")
     return value
+
+
+def add_force_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="act on printers this coordinator has never heard of")  # fmt: skip
+
+
+def require_known_printers(client: OpsClient, args: argparse.Namespace, *named: str) -> None:
+    """A typo at peak (`pause printer-a11` for printer-a1) would be answered with
+    success while the intended printer carries on: refuse printers the
+    coordinator has never heard of, unless --force (a printer not set up yet)."""
+    if args.force:
+        return
+    known = [p["printer_id"] for p in client.get("/v1/printers")["printers"]]
+    unknown = [p for p in named if p not in known]
+    if unknown:
+        listed = ", ".join(known[:12]) + (", …" if len(known) > 12 else "") or "none yet"
+        raise OpsError(
+            f"{', '.join(unknown)}: this coordinator knows no such printer (it never had a "
+            f"heartbeat or a job; known: {listed}); check the id, or pass --force", EXIT_USAGE,
+        )  # fmt: skip

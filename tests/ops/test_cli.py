@@ -75,3 +75,43 @@ async def test_an_enrolment_code_from_the_cli_enrols_an_agent_once(venue: Venue)
     # AND --json gives the API's answer
     as_json = (await venue.cli_ok("enrolment-code", "printer-b", "--json")).json()
     assert as_json["printer_id"] == "printer-b" and len(as_json["code"]) == 24
+
+
+async def test_a_mistyped_printer_is_refused_before_anything_changes(venue: Venue) -> None:
+    # GIVEN printer-a and printer-b heartbeating
+    for printer in ("printer-a", "printer-b"):
+        await venue.agent(printer).heartbeat()
+
+    # WHEN the operator types printer-aa for printer-a, or drains to a typo
+    paused = await venue.cli("pause", "printer-aa")
+    drained = await venue.cli("drain", "printer-a", "--to", "printer-bb")
+    resumed = await venue.cli("resume", "printer-aa")
+
+    # THEN each is one line naming the unknown id and the known ones, exit 2
+    for result, command, unknown in ((paused, "pause", "printer-aa"),
+                                     (drained, "drain", "printer-bb"),
+                                     (resumed, "resume", "printer-aa")):  # fmt: skip
+        assert (result.code, result.out) == (2, "")
+        assert result.err.startswith(f"badgeline {command}: {unknown}: this coordinator knows "
+                                     "no such printer")  # fmt: skip
+        assert "known: printer-a, printer-b" in result.err and "--force" in result.err
+    # AND nothing changed: no printer paused or drained, no phantom printer made
+    printers = (await venue.ops("GET", "/v1/printers"))["printers"]
+    assert [(p["printer_id"], p["paused"]) for p in printers] == [
+        ("printer-a", False), ("printer-b", False)
+    ]  # fmt: skip
+    assert (await venue.ops("GET", "/v1/failovers"))["failovers"] == []
+
+    # AND --force acts on a printer not set up yet
+    forced = await venue.cli_ok("pause", "printer-c", "--force", "--for", "60")
+    assert forced.out.startswith("paused printer-c for 60 s")
+
+
+async def test_a_refused_field_is_named_with_what_is_wrong_with_it(venue: Venue) -> None:
+    await venue.agent("printer-a").heartbeat()
+    result = await venue.cli("pause", "printer-a", "--for", "-5")
+    assert result.code == 1
+    assert result.err.strip() == (
+        "badgeline pause: 422 validation_failed: the request body has invalid fields: for_s "
+        "(for_s: Input should be greater than 0)"
+    )

@@ -52,7 +52,7 @@ async def test_the_scrape_parses_and_matches_the_venue(make_venue: MakeVenue) ->
     assert await b.print_next() == printed
     await venue.submit("printer-a", 3)
     await venue.submit("printer-a", status=503)
-    await venue.cli_ok("drain", "printer-b", "--to", "printer-c")
+    await venue.cli_ok("drain", "printer-b", "--to", "printer-a")
     (lease,) = await a.lease()
     assert lease
 
