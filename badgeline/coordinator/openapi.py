@@ -20,6 +20,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from badgeline import __version__
 from badgeline.coordinator.openapi_links import links_for
 from badgeline.coordinator.openapi_operations import BY_KEY, JSON_OBJECT, Body, Operation
+from badgeline.coordinator.ratelimit import KIOSK_ROUTES, LEASE_ROUTE
 from badgeline.protocol import models as m
 
 _PATH_PARAM = re.compile(r"\{(\w+)\}")
@@ -29,6 +30,8 @@ _PARAM_SCHEMAS = {
     "name": {"type": "string"},
 }
 _ERROR = m.ErrorBody
+# The routes a limit applies to (ratelimit.py): agents and operators are not rate limited.
+RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE}
 
 
 def registered_routes(app: web.Application) -> tuple[tuple[str, str], ...]:
@@ -121,7 +124,9 @@ def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
     """The operation's own answers, and the error answers every such operation can give."""
     errors: dict[int, Body] = {}
     if op.roles:
-        errors |= {401: _ERROR, 403: _ERROR, 429: _ERROR}
+        errors |= {401: _ERROR, 403: _ERROR}
+    if (op.method.upper(), op.path) in RATE_LIMITED_ROUTES:
+        errors[429] = _ERROR
     if any(param["in"] == "path" for param in params):
         errors[404] = _ERROR
     if op.request is not None or any(param["in"] == "query" for param in params):
