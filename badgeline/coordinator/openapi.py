@@ -90,7 +90,10 @@ def _operation_document(
     if params:
         doc["parameters"] = params
     if op.request is not None:
-        doc["requestBody"] = {"required": True, "content": _content(op.request, refs, "validation")}
+        doc["requestBody"] = {
+            "required": _body_required(op.request),
+            "content": _content(op.request, refs, "validation"),
+        }
     for status, body in _responses(op, params).items():
         content = _content(body, refs, "serialization") if body is not None else {}
         doc["responses"][str(status)] = {"description": str(status), "content": content}
@@ -98,6 +101,14 @@ def _operation_document(
         if links:
             doc["responses"][str(status)]["links"] = links
     return doc
+
+
+def _body_required(body: Body) -> bool:
+    """An empty JSON body reads as `{}` (http.read_model): one is needed only when
+    the model has a required field."""
+    if isinstance(body, type):
+        return bool(body.model_json_schema().get("required"))
+    return True
 
 
 def _parameters(op: Operation) -> list[dict[str, Any]]:

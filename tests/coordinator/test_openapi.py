@@ -148,3 +148,23 @@ async def test_the_error_answers_the_server_gives_are_the_documented_ones(client
     assert ("post", "/v1/agents/{printer_id}/lease") in limited
     assert not limited & {("get", "/v1/printers"), ("post", "/v1/agents/{printer_id}/heartbeat"),
                           ("post", "/v1/enrol"), ("get", "/metrics")}  # fmt: skip
+
+
+async def test_a_request_body_is_required_exactly_where_the_server_needs_one(
+    client: Client,
+) -> None:
+    document = await _openapi(client)
+    # GIVEN calls whose body has only optional fields, sent with no body at all
+    for path, template in [
+        ("/v1/printers/printer-a/pause", "/v1/printers/{printer_id}/pause"),
+        ("/v1/printers/printer-a/drain", "/v1/printers/{printer_id}/drain"),
+        ("/v1/dead-letters/redrive", "/v1/dead-letters/redrive"),
+    ]:
+        response = await client.post(path, headers=flows.OPERATOR)
+        # THEN the server takes them, and the document does not require a body
+        assert response.status == 200, (path, await response.text())
+        assert document["paths"][template]["post"]["requestBody"]["required"] is False, template
+    # AND a submit without a body is refused, and documented as needing one
+    response = await client.post("/v1/jobs", headers=flows.KIOSK)
+    flows.assert_error_shape(await flows.expect(response, 422), "validation_failed")
+    assert document["paths"]["/v1/jobs"]["post"]["requestBody"]["required"] is True
