@@ -32,6 +32,8 @@ _PARAM_SCHEMAS = {
 _ERROR = m.ErrorBody
 # The routes a limit applies to (ratelimit.py): agents and operators are not rate limited.
 RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE}
+# The only routes answered without Redis; every other one may be 503 store_unavailable.
+STORELESS_ROUTES = {("get", "/v1/openapi.json"), ("get", "/dashboard/static/{name}")}
 
 
 def registered_routes(app: web.Application) -> tuple[tuple[str, str], ...]:
@@ -142,6 +144,8 @@ def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
         errors[404] = _ERROR
     if op.request is not None or any(param["in"] == "query" for param in params):
         errors |= {400: _ERROR, 413: _ERROR, 422: _ERROR}
+    if op.key not in STORELESS_ROUTES:
+        errors[503] = _ERROR
     return errors | op.responses
 
 
