@@ -142,8 +142,13 @@ def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
         errors[429] = _ERROR
     if any(param["in"] == "path" for param in params):
         errors[404] = _ERROR
-    if op.request is not None or any(param["in"] == "query" for param in params):
-        errors |= {400: _ERROR, 413: _ERROR, 422: _ERROR}
+    json_body = isinstance(op.request, type)  # a model: the body is JSON
+    if json_body:
+        errors[400] = _ERROR  # malformed_json
+    if op.request is not None:
+        errors[413] = _ERROR  # body_too_large
+    if json_body or any(param["in"] == "query" for param in params):
+        errors[422] = _ERROR  # validation_failed
     if op.key not in STORELESS_ROUTES:
         errors[503] = _ERROR
     return errors | op.responses

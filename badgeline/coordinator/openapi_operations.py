@@ -64,7 +64,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("post", "/v1/jobs/{job_id}/cancel", "Cancel a job before it prints", KIOSK, None,
               {200: m.CancelResult, 409: m.ErrorBody}),
     Operation("put", "/v1/artifacts/{name}", "Store a badge PDF under its SHA-256 (`<hex>.pdf`)",
-              KIOSK, PDF, {201: JSON_OBJECT, 200: JSON_OBJECT, 415: m.ErrorBody}),
+              KIOSK, PDF, {201: JSON_OBJECT, 200: JSON_OBJECT, 415: m.ErrorBody, 422: m.ErrorBody}),
     Operation("get", "/v1/artifacts/{name}", "Fetch a stored badge PDF", ANY_CALLER, None,
               {200: PDF}),
     # ---- agent
