@@ -146,7 +146,7 @@ def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
     if json_body:
         errors[400] = _ERROR  # malformed_json
     if op.request is not None:
-        errors[413] = _ERROR  # body_too_large
+        errors |= {408: _ERROR, 413: _ERROR}  # request_timeout, body_too_large
     if json_body or any(param["in"] == "query" for param in params):
         errors[422] = _ERROR  # validation_failed
     if op.key not in STORELESS_ROUTES:

@@ -168,9 +168,10 @@ async def test_a_request_body_is_required_exactly_where_the_server_needs_one(
     response = await client.post("/v1/jobs", headers=flows.KIOSK)
     flows.assert_error_shape(await flows.expect(response, 422), "validation_failed")
     assert document["paths"]["/v1/jobs"]["post"]["requestBody"]["required"] is True
-    # AND only a JSON body can be malformed (400), only a body too large (413)
-    assert {"400", "413", "422"} <= set(document["paths"]["/v1/jobs"]["post"]["responses"])
+    # AND only a JSON body can be malformed (400), only a body too large (413) or too
+    # slow (408: tests/security/test_slow_clients.py)
+    assert {"400", "408", "413", "422"} <= set(document["paths"]["/v1/jobs"]["post"]["responses"])
     stats = set(document["paths"]["/v1/stats"]["get"]["responses"])
-    assert "422" in stats and not stats & {"400", "413"}
+    assert "422" in stats and not stats & {"400", "408", "413"}
     upload = set(document["paths"]["/v1/artifacts/{name}"]["put"]["responses"])
-    assert {"413", "415", "422"} <= upload and "400" not in upload
+    assert {"408", "413", "415", "422"} <= upload and "400" not in upload
