@@ -40,7 +40,7 @@ from badgeline.coordinator.context import (
     authenticate,
     coordinator_of,
 )
-from badgeline.coordinator.http import Handler
+from badgeline.coordinator.http import CORRELATION_HEADER, Handler, correlation_id
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
 routes = web.RouteTableDef()
@@ -343,6 +343,8 @@ async def stream(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={
         "Content-Type": "text/event-stream", "Cache-Control": "no-store",
         "X-Accel-Buffering": "no",  # a reverse proxy must not hold events back
+        # Sent now: the correlation middleware's header would come after prepare().
+        CORRELATION_HEADER: correlation_id(request),
     })  # fmt: skip
     await response.prepare(request)
     closing = request.app[STREAMS_CLOSING]

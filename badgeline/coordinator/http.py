@@ -67,6 +67,9 @@ def error_response(error: BadgelineError, headers: dict[str, str] | None = None)
     headers = dict(headers or {})
     if error.retry_after_s is not None:
         headers["Retry-After"] = str(error.retry_after_s)
+    if error.code == ErrorCode.UNAUTHORIZED:
+        # A 401 names the scheme to authenticate with (RFC 9110 §15.5.2, RFC 6750 §3).
+        headers.setdefault("WWW-Authenticate", 'Bearer realm="badgeline"')
     return json_response(error.body(), status=error.http_status, headers=headers)
 
 
@@ -121,7 +124,9 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         message = http_error.reason if http_error.status != 413 else (
             "the request body is larger than the coordinator accepts (max_body_bytes)"
         )
-        return error_response(BadgelineError(code, message))
+        # A 405 keeps aiohttp's Allow header: the methods the path does have.
+        allow = {"Allow": http_error.headers["Allow"]} if "Allow" in http_error.headers else None
+        return error_response(BadgelineError(code, message), allow)
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
         log_event("store_unavailable", logging.ERROR, error=str(error), path=request.path)
         return error_response(

@@ -20,6 +20,7 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from badgeline import __version__
 from badgeline.coordinator.openapi_links import links_for
 from badgeline.coordinator.openapi_operations import BY_KEY, JSON_OBJECT, Body, Operation
+from badgeline.coordinator.ratelimit import KIOSK_ROUTES, LEASE_ROUTE
 from badgeline.protocol import models as m
 
 _PATH_PARAM = re.compile(r"\{(\w+)\}")
@@ -29,6 +30,10 @@ _PARAM_SCHEMAS = {
     "name": {"type": "string"},
 }
 _ERROR = m.ErrorBody
+# The routes a limit applies to (ratelimit.py): agents and operators are not rate limited.
+RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE}
+# The only routes answered without Redis; every other one may be 503 store_unavailable.
+STORELESS_ROUTES = {("get", "/v1/openapi.json"), ("get", "/dashboard/static/{name}")}
 
 
 def registered_routes(app: web.Application) -> tuple[tuple[str, str], ...]:
@@ -87,7 +92,10 @@ def _operation_document(
     if params:
         doc["parameters"] = params
     if op.request is not None:
-        doc["requestBody"] = {"required": True, "content": _content(op.request, refs, "validation")}
+        doc["requestBody"] = {
+            "required": _body_required(op.request),
+            "content": _content(op.request, refs, "validation"),
+        }
     for status, body in _responses(op, params).items():
         content = _content(body, refs, "serialization") if body is not None else {}
         doc["responses"][str(status)] = {"description": str(status), "content": content}
@@ -95,6 +103,14 @@ def _operation_document(
         if links:
             doc["responses"][str(status)]["links"] = links
     return doc
+
+
+def _body_required(body: Body) -> bool:
+    """An empty JSON body reads as `{}` (http.read_model): one is needed only when
+    the model has a required field."""
+    if isinstance(body, type):
+        return bool(body.model_json_schema().get("required"))
+    return True
 
 
 def _parameters(op: Operation) -> list[dict[str, Any]]:
@@ -121,11 +137,20 @@ def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
     """The operation's own answers, and the error answers every such operation can give."""
     errors: dict[int, Body] = {}
     if op.roles:
-        errors |= {401: _ERROR, 403: _ERROR, 429: _ERROR}
+        errors |= {401: _ERROR, 403: _ERROR}
+    if (op.method.upper(), op.path) in RATE_LIMITED_ROUTES:
+        errors[429] = _ERROR
     if any(param["in"] == "path" for param in params):
         errors[404] = _ERROR
-    if op.request is not None or any(param["in"] == "query" for param in params):
-        errors |= {400: _ERROR, 413: _ERROR, 422: _ERROR}
+    json_body = isinstance(op.request, type)  # a model: the body is JSON
+    if json_body:
+        errors[400] = _ERROR  # malformed_json
+    if op.request is not None:
+        errors |= {408: _ERROR, 413: _ERROR}  # request_timeout, body_too_large
+    if json_body or any(param["in"] == "query" for param in params):
+        errors[422] = _ERROR  # validation_failed
+    if op.key not in STORELESS_ROUTES:
+        errors[503] = _ERROR
     return errors | op.responses
 
 

@@ -64,7 +64,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("post", "/v1/jobs/{job_id}/cancel", "Cancel a job before it prints", KIOSK, None,
               {200: m.CancelResult, 409: m.ErrorBody}),
     Operation("put", "/v1/artifacts/{name}", "Store a badge PDF under its SHA-256 (`<hex>.pdf`)",
-              KIOSK, PDF, {201: JSON_OBJECT, 200: JSON_OBJECT, 415: m.ErrorBody}),
+              KIOSK, PDF, {201: JSON_OBJECT, 200: JSON_OBJECT, 415: m.ErrorBody, 422: m.ErrorBody}),
     Operation("get", "/v1/artifacts/{name}", "Fetch a stored badge PDF", ANY_CALLER, None,
               {200: PDF}),
     # ---- agent
@@ -105,15 +105,15 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("get", "/v1/stats", "Jobs by printer, hour or source", OPERATOR, None,
               {200: JSON_OBJECT}, query_model=api_reports.StatsQuery),
     Operation("post", "/v1/jobs/{job_id}/reprint", "Reprint a job as a new, linked job",
-              OPERATOR, reprint.ReprintRequest, {201: m.JobView, 409: m.ErrorBody}),
+              OPERATOR, reprint.ReprintRequest,
+              {201: m.JobView, 409: m.ErrorBody, 503: m.ErrorBody}),
     Operation("get", "/metrics", "Prometheus metrics", OPERATOR, None, {200: "text/plain"}),
     # ---- enrolment
     Operation("post", "/v1/enrolment-codes", "Create a single-use enrolment code for a printer",
               OPERATOR, enrolment.EnrolmentCodeRequest, {201: enrolment.EnrolmentCodeIssued}),
     Operation("post", "/v1/enrol", "Exchange an enrolment code for an agent token (no token)",
               (), enrolment.EnrolRequest,
-              {201: enrolment.EnrolResult, 403: m.ErrorBody, 410: m.ErrorBody, 422: m.ErrorBody,
-               429: m.ErrorBody}),
+              {201: enrolment.EnrolResult, 403: m.ErrorBody, 410: m.ErrorBody, 422: m.ErrorBody}),
     # ---- dashboard (a browser's: session cookie, or an operator token)
     Operation("get", "/", "The dashboard, or its sign-in page", (), None, {200: HTML}),
     Operation("get", "/dashboard/static/{name}", "A dashboard asset (script, style)", (), None,

@@ -173,6 +173,11 @@ class ErrorDetail(ResponseModel):
 
 
 class ErrorBody(ResponseModel):
+    """Some errors add fields next to `error` (a shed job's `job_id` and `state`, a
+    refused start's `granted` and `reason`, a 429's `limit`: docs/api.md), so the
+    schema allows them."""
+
+    model_config = ConfigDict(extra="allow")
     error: ErrorDetail
 
 

@@ -150,6 +150,8 @@ async def test_auth_matrix(
         return
     body = await flows.expect(response, expected)
     flows.assert_error_shape(body, "unauthorized" if expected == 401 else "forbidden")
+    if expected == 401:  # the challenge RFC 6750 requires, naming the scheme to use
+        assert response.headers["WWW-Authenticate"].startswith("Bearer")
     assert await flows.venue_snapshot(redis, settings.venue) == before
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema_rs
 from aiohttp.test_utils import TestClient
 
 from badgeline.coordinator import api_agent, api_kiosk, api_ops
 from tests.coordinator import flows
+from tests.helpers import job_body
 
 Client = TestClient[Any, Any]
 CORE_PATHS = {
@@ -108,3 +110,68 @@ async def test_openapi_components_resolve_and_describe_the_contract(client: Clie
     assert job["properties"]["priority"]["minimum"] == 0
     assert job["properties"]["priority"]["maximum"] == 1000
     assert {"201", "200", "409", "422", "503"} <= set(submit["responses"])
+
+
+def _answer_schema(document: dict[str, Any], path: str, method: str, status: int) -> Any:
+    responses = document["paths"][path][method]["responses"]
+    assert str(status) in responses, f"{method.upper()} {path} does not document {status}"
+    schema = responses[str(status)]["content"]["application/json"]["schema"]
+    return jsonschema_rs.validator_for({**schema, "components": document["components"]})
+
+
+async def test_the_error_answers_the_server_gives_are_the_documented_ones(client: Client) -> None:
+    # GIVEN the document, and a job that was accepted and then canceled
+    document = await _openapi(client)
+    body = job_body()
+    job = await flows.expect(await client.post("/v1/jobs", json=body, headers=flows.KIOSK), 201)
+    await flows.expect(await client.post(f"/v1/jobs/{job['job_id']}/cancel",
+                                         headers=flows.KIOSK), 200)  # fmt: skip
+    # WHEN the server refuses calls with errors whose bodies add fields
+    refusals = [
+        # the key names another payload: 409 with the job id
+        ("post", "/v1/jobs", "/v1/jobs", {**body, "priority": 7}, flows.KIOSK, 409),
+        # no printer in this pool: 503 naming the pool
+        ("post", "/v1/jobs", "/v1/jobs", job_body("pool:nobody"), flows.KIOSK, 503),
+        ("post", "/v1/jobs/{job_id}/reprint", f"/v1/jobs/{job['job_id']}/reprint",
+         {"reason": "lost", "printer_target": "pool:nobody"}, flows.OPERATOR, 503),
+    ]  # fmt: skip
+    for method, template, path, payload, headers, status in refusals:
+        response = await client.request(method, path, json=payload, headers=headers)
+        answer = await flows.expect(response, status)
+        # THEN the document lists that status for the operation, and the body fits its schema
+        errors = list(_answer_schema(document, template, method, status).iter_errors(answer))
+        assert not errors, (template, status, [error.message for error in errors])
+    # AND 429 is documented only where a limit applies: kiosk routes and the lease long-poll
+    limited = {(method, path) for path, ops in document["paths"].items()
+               for method, op in ops.items() if "429" in op["responses"]}  # fmt: skip
+    assert ("post", "/v1/jobs") in limited
+    assert ("post", "/v1/agents/{printer_id}/lease") in limited
+    assert not limited & {("get", "/v1/printers"), ("post", "/v1/agents/{printer_id}/heartbeat"),
+                          ("post", "/v1/enrol"), ("get", "/metrics")}  # fmt: skip
+
+
+async def test_a_request_body_is_required_exactly_where_the_server_needs_one(
+    client: Client,
+) -> None:
+    document = await _openapi(client)
+    # GIVEN calls whose body has only optional fields, sent with no body at all
+    for path, template in [
+        ("/v1/printers/printer-a/pause", "/v1/printers/{printer_id}/pause"),
+        ("/v1/printers/printer-a/drain", "/v1/printers/{printer_id}/drain"),
+        ("/v1/dead-letters/redrive", "/v1/dead-letters/redrive"),
+    ]:
+        response = await client.post(path, headers=flows.OPERATOR)
+        # THEN the server takes them, and the document does not require a body
+        assert response.status == 200, (path, await response.text())
+        assert document["paths"][template]["post"]["requestBody"]["required"] is False, template
+    # AND a submit without a body is refused, and documented as needing one
+    response = await client.post("/v1/jobs", headers=flows.KIOSK)
+    flows.assert_error_shape(await flows.expect(response, 422), "validation_failed")
+    assert document["paths"]["/v1/jobs"]["post"]["requestBody"]["required"] is True
+    # AND only a JSON body can be malformed (400), only a body too large (413) or too
+    # slow (408: tests/security/test_slow_clients.py)
+    assert {"400", "408", "413", "422"} <= set(document["paths"]["/v1/jobs"]["post"]["responses"])
+    stats = set(document["paths"]["/v1/stats"]["get"]["responses"])
+    assert "422" in stats and not stats & {"400", "408", "413"}
+    upload = set(document["paths"]["/v1/artifacts/{name}"]["put"]["responses"])
+    assert {"408", "413", "415", "422"} <= upload and "400" not in upload

@@ -34,6 +34,16 @@ async def test_an_unreachable_store_is_a_503_with_retry_after(
         assert response.headers["Retry-After"] == "1"
         health = await client.get("/healthz")
         assert health.status == 503 and (await health.json())["ok"] is False
+        # AND agents and operators get the same answer, which the OpenAPI document lists
+        document = await (await client.get("/v1/openapi.json")).json()
+        for method, path, template, headers in [
+            ("get", "/v1/jobs/job_0000000000000000", "/v1/jobs/{job_id}", flows.KIOSK),
+            ("post", "/v1/agents/printer-a/lease", "/v1/agents/{printer_id}/lease", flows.agent()),
+            ("get", "/v1/printers", "/v1/printers", flows.OPERATOR),
+        ]:
+            response = await client.request(method, path, headers=headers)
+            flows.assert_error_shape(await flows.expect(response, 503), "store_unavailable")
+            assert "503" in document["paths"][template][method]["responses"], template
         await client.close()
     finally:
         await redis.aclose()

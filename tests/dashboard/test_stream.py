@@ -76,8 +76,11 @@ async def test_the_stream_pushes_every_second_and_at_once_on_new_work(
 
 
 async def test_the_stream_takes_a_bearer_token_too(client: Client) -> None:
-    async with client.get("/dashboard/stream", headers=auth(OPERATOR_TOKEN)) as stream:
+    headers = {**auth(OPERATOR_TOKEN), "X-Correlation-ID": "ops-desk:stream-1"}
+    async with client.get("/dashboard/stream", headers=headers) as stream:
         assert stream.status == 200
+        # like every answer, the stream's carries the request's correlation id
+        assert stream.headers["X-Correlation-ID"] == "ops-desk:stream-1"
         assert "printers" in await next_snapshot(stream)
     kiosk = await client.get("/dashboard/stream", headers=auth(KIOSK_TOKEN))
     assert kiosk.status == 403
