@@ -8,6 +8,7 @@ here, so this module is the whole contract.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
@@ -37,6 +38,10 @@ from badgeline.protocol.ids import (
 from badgeline.protocol.states import JobState
 
 PDF_REF_SCHEMES = ("https", "http", "file", "artifact")
+_ARTIFACT_NAME = re.compile(r"^[0-9a-f]{64}\.pdf$")
+PDF_REF_PATTERN = (
+    r"^((https?|file)://[^?#]*\.[pP][dD][fF]([?#].*)?|artifact:///?[0-9a-f]{64}\.pdf)$"
+)
 
 PrinterId = Annotated[str, Field(pattern=PRINTER_ID_PATTERN)]
 JobId = Annotated[str, Field(pattern=JOB_ID_PATTERN)]
@@ -55,8 +60,11 @@ class PrintJob(StrictModel):
         description="a URL with scheme https, http, file or artifact whose path ends in .pdf",
         # Documents the validator below for API clients and fuzzers (not enforced
         # by itself: the validator is, and its messages say what is wrong).
-        json_schema_extra={"pattern": r"^(https?|file|artifact)://[^?#]*\.[pP][dD][fF]([?#].*)?$"},
-        examples=["artifact://<sha256>.pdf", "https://badges.example/att_44817.pdf"],
+        json_schema_extra={"pattern": PDF_REF_PATTERN},
+        examples=[
+            "artifact://9f3c1e5a0b6d4f2e8a7c9b1d3e5f7a9c0b2d4e6f8a1c3e5b7d9f0a2c4e6b8d0f.pdf",
+            "https://badges.example/att_44817.pdf",
+        ],
     )
     printer_target: str = Field(pattern=PRINTER_TARGET_PATTERN, max_length=40)
     priority: int = Field(default=100, ge=0, le=1000)
@@ -73,6 +81,14 @@ class PrintJob(StrictModel):
         # artifact://<sha256>.pdf has its name in the "host" part of the URL.
         if not (parts.netloc + parts.path).lower().endswith(".pdf"):
             raise ValueError("badge_pdf_ref must name a rendered .pdf file")
+        # Caught here, a malformed artifact name is the kiosk's 422, not a badge
+        # that fails later at the agent (which checks the same shape).
+        artifact_name = parts.netloc or parts.path.lstrip("/")  # as the agent reads it
+        if parts.scheme == "artifact" and not _ARTIFACT_NAME.match(artifact_name):
+            raise ValueError(
+                "an artifact ref names an uploaded PDF by its SHA-256: artifact://<64 lowercase "
+                "hex digits>.pdf, as PUT /v1/artifacts/<sha256>.pdf answers it"
+            )
         return value
 
 

@@ -112,6 +112,9 @@ async def test_whitespace_around_fields_is_stripped_before_dedupe(
         ("badge_pdf_ref", "att.pdf"),  # no scheme
         ("badge_pdf_ref", "https://badges.example/" + "a" * 500 + ".pdf"),  # over 512
         ("badge_pdf_ref", ""),
+        ("badge_pdf_ref", "artifact://<sha256>.pdf"),  # the docs' placeholder, literally
+        ("badge_pdf_ref", "artifact://" + "A" * 64 + ".pdf"),  # names are lowercase hex
+        ("badge_pdf_ref", "artifact://" + "a" * 63 + ".pdf"),
         ("printer_target", "printer-A"),
         ("printer_target", "printer-"),
         ("printer_target", "printer-" + "a" * 17),

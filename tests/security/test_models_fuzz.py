@@ -134,11 +134,14 @@ def _pattern(regex: str) -> st.SearchStrategy[str]:
     return st.from_regex(regex, fullmatch=True)
 
 
-pdf_refs = st.builds(
+url_pdf_refs = st.builds(
     lambda scheme, host, path: f"{scheme}://{host}/{path}.pdf",
-    st.sampled_from(PDF_REF_SCHEMES), _pattern(r"[a-z0-9.-]{1,30}"),
-    _pattern(r"[A-Za-z0-9/_-]{0,60}"),
+    st.sampled_from([s for s in PDF_REF_SCHEMES if s != "artifact"]),
+    _pattern(r"[a-z0-9.-]{1,30}"), _pattern(r"[A-Za-z0-9/_-]{0,60}"),
 )  # fmt: skip
+# An artifact is named by its SHA-256 (both spellings the agent reads).
+artifact_refs = _pattern(r"artifact:///?[0-9a-f]{64}\.pdf")
+pdf_refs = url_pdf_refs | artifact_refs
 # The documented patterns with their length limits folded in (no filtering needed).
 valid_jobs = st.fixed_dictionaries(
     {
