@@ -296,7 +296,8 @@ class JobStore:
         if code == -1:
             raise BadgelineError(
                 ErrorCode.NOT_CANCELABLE,
-                f"job {job_id} is {state}: only queued or leased jobs can be canceled",
+                f"job {job_id} is {state}: a job can be canceled only before its printer "
+                f"starts it (queued, leased, retrying, parked, held or dead-lettered)",
                 extra={"job_id": job_id, "state": state},
             )
         return JobState(state)

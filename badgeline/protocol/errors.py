@@ -21,7 +21,6 @@ class ErrorCode(StrEnum):
     IDEMPOTENCY_CONFLICT = "idempotency_conflict"
     NOT_CANCELABLE = "not_cancelable"
     START_REFUSED = "start_refused"
-    LEASE_MISMATCH = "lease_mismatch"
     QUEUE_FULL = "queue_full"
     NO_PRINTER_AVAILABLE = "no_printer_available"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
@@ -45,7 +44,6 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.IDEMPOTENCY_CONFLICT: 409,
     ErrorCode.NOT_CANCELABLE: 409,
     ErrorCode.START_REFUSED: 409,
-    ErrorCode.LEASE_MISMATCH: 409,
     ErrorCode.QUEUE_FULL: 503,
     ErrorCode.NO_PRINTER_AVAILABLE: 503,
     ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
