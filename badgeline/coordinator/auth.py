@@ -42,11 +42,12 @@ def token_digest(token: str) -> str:
 
 def bearer_digest(authorization: str | None) -> bytes | None:
     """The SHA-256 of the token in an `Authorization: Bearer` header; None without one."""
-    if not authorization or not authorization.startswith("Bearer "):
+    # The scheme name is case-insensitive (RFC 9110 §11.1): "bearer" is Bearer.
+    if not authorization or authorization[:7].lower() != "bearer ":
         return None
     # aiohttp decodes header bytes that are not UTF-8 with surrogateescape;
     # hash the original bytes so such a token is unknown (401), not a 500.
-    token = authorization.removeprefix("Bearer ").encode("utf-8", "surrogateescape")
+    token = authorization[7:].encode("utf-8", "surrogateescape")
     return hashlib.sha256(token).digest()
 
 

@@ -161,7 +161,6 @@ async def test_auth_matrix(
         "",
         "Bearer",
         "Bearer ",
-        f"bearer {KIOSK_TOKEN}",
         f"Basic {KIOSK_TOKEN}",
         f"Bearer  {KIOSK_TOKEN}",
         f"Bearer {KIOSK_TOKEN}x",
@@ -197,3 +196,11 @@ async def test_a_token_that_is_not_utf8_is_a_401_not_a_500(client: Client) -> No
 async def test_an_agent_path_with_a_malformed_printer_id_is_refused(client: Client) -> None:
     response = await client.post("/v1/agents/PRINTER-A/lease", headers=flows.agent())
     flows.assert_error_shape(await flows.expect(response, 404), "not_found")
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+async def test_the_scheme_name_is_case_insensitive(client: Client, scheme: str) -> None:
+    # RFC 9110 §11.1; some HTTP client libraries send "bearer".
+    response = await client.post("/v1/jobs", json=job_body(),
+                                 headers={"Authorization": f"{scheme} {KIOSK_TOKEN}"})  # fmt: skip
+    await flows.expect(response, 201)
