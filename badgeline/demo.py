@@ -93,8 +93,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"  submitted {len(job_ids)} badges")
         _print_where_to_look(venue)
         if not args.once:
-            print("\n  running; Ctrl-C to stop")
-            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+            print("\n  running; Ctrl-C to stop", flush=True)
+            # sigwait only returns for a blocked signal: unblocked, Ctrl-C went to
+            # Python's handler, which waited for sigwait to return, and it hung.
+            stop_signals = {signal.SIGINT, signal.SIGTERM}
+            signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+            received = signal.sigwait(stop_signals)
+            print(f"\n  {signal.Signals(received).name}: stopping the venue", flush=True)
             return 0
         wait_until(lambda: not reconcile(venue, job_ids)["not_printed"], args.timeout,
                    "every badge to print")  # fmt: skip
