@@ -60,6 +60,9 @@ from badgeline.protocol.states import AckResult
 # While a pipelined printer has room for another badge and one is being granted, the
 # confirmation is polled at least this often, so that badge is written soon.
 PIPELINE_POLL_S = 0.05
+# How long an idle printer that knows GS ( H may take to answer a bare request
+# (see `_learn_support`); one that does not know it costs this once per start.
+SUPPORT_CHECK_S = 2.0
 
 
 @dataclass
@@ -314,7 +317,7 @@ class PrintLoop:
                 " though the printer is online",
             )
         self.in_flight.popleft()
-        self._learn_support(completion)
+        await self._learn_support(completion)
         if completion.printed:
             await self._finish_printed_or_doubted(oldest, None)
             return
@@ -375,15 +378,24 @@ class PrintLoop:
             return self.process_id_support is not False
         return self.confirmation == "process_id"
 
-    def _learn_support(self, completion: Completion) -> None:
-        """With "auto": the first response proves GS ( H works; a printer that stayed
-        online through a whole timeout without ever answering does not know it."""
+    async def _learn_support(self, completion: Completion) -> None:
+        """With "auto": the first response proves GS ( H works; a printer that stays
+        online through a whole timeout without answering, and then leaves a bare
+        request unanswered too, does not know it. One lost answer proves nothing (a
+        blink offline loses the request): trusting status after it would call badges
+        still in the printer's buffer printed."""
         if self.confirmation != "auto" or self.process_id_support is not None:
             return
+        supported: bool | None = None
         if completion.printed:
+            supported = True
+        elif completion.outcome is Outcome.TIMED_OUT:
+            # None: the printer cannot tell now (offline): learn from a later badge.
+            supported = await self.link.answers_process_id(SUPPORT_CHECK_S)
+        if supported:
             self.process_id_support = True
             log_event("print_confirmation", printer_id=self.client.printer_id, by="process_id")
-        elif completion.outcome is Outcome.TIMED_OUT:
+        elif supported is False:
             self.process_id_support = False
             log_event("print_confirmation", logging.WARNING, printer_id=self.client.printer_id,
                       by="status", reason="the printer does not answer GS ( H")  # fmt: skip

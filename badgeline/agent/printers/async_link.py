@@ -20,6 +20,7 @@ from badgeline.agent.printers.completion import (
     Completion,
     Outcome,
     ProcessIds,
+    await_process_id,
     poll_process_id,
     process_id_request,
 )
@@ -79,6 +80,15 @@ class AsyncPrinterLink:
         None: not yet. Never raises; the link is free again between polls."""
         exchange = partial(poll_process_id, process_id=process_id, pause_s=pause_s)
         return await self._completion(exchange, pause_s, "a print completion poll")
+
+    async def answers_process_id(self, within_s: float) -> bool | None:
+        """Whether the printer answers a bare GS ( H request now (nothing printing):
+        True, False (online yet silent), None (cannot tell: offline, link down)."""
+        exchange = partial(await_process_id, process_id=self._process_ids.next(), within_s=within_s)
+        completion = await self._completion(exchange, within_s, "a GS ( H check")
+        if completion is None or completion.outcome not in (Outcome.PRINTED, Outcome.TIMED_OUT):
+            return None
+        return completion.printed
 
     async def _completion(
         self, exchange: Callable[[LinkIo], Completion | None], wait_s: float, what: str
