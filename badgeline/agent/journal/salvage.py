@@ -61,12 +61,13 @@ def _sane(row: sqlite3.Row) -> bool:
     """Only rows the outbox can send: a torn page can hand back any bytes."""
     ids_ok = all(isinstance(row[name], str) and 0 < len(row[name]) <= 80
                  for name in ("job_id", "lease_id"))  # fmt: skip
-    fence_ok = row["fence"] is None or isinstance(row["fence"], int)
+    fence_ok = row["fence"] is None or (isinstance(row["fence"], int) and row["fence"] >= 0)
+    error_ok = row["error"] is None or isinstance(row["error"], str)
     try:
         payload_ok = isinstance(json.loads(row["payload"]), dict)
     except (TypeError, ValueError):
         payload_ok = False
-    return row["state"] in _OWED and ids_ok and fence_ok and payload_ok
+    return row["state"] in _OWED and ids_ok and fence_ok and error_ok and payload_ok
 
 
 async def carry_over(
