@@ -6,7 +6,8 @@ The order is the whole point (invariants 5 and 6):
    and the badge is never printed;
 2. journal the grant (fsynced) before a single byte goes to the printer, so
    that after a power cut the agent knows this badge may have printed;
-3. send the ESC/POS bytes; a write that fails is journaled `failed`;
+3. send the ESC/POS bytes; a write that fails within the badge is journaled
+   `failed`, one that fails only after its cut is `uncertain`;
 4. confirm: wait for the printer's answer to a GS ( H process ID request,
    which it sends only once the badge is on paper (printers/completion.py);
    a fault, silence or no answer in time leaves the badge `uncertain`: it may
@@ -44,7 +45,7 @@ from badgeline.agent.health import PrinterWatch, can_print
 from badgeline.agent.journal import Journal, JournalError
 from badgeline.agent.outbox import AckOutbox, clip_error
 from badgeline.agent.prepare import JobTicket, PreparedBadge
-from badgeline.agent.printers import AsyncPrinterLink, PrinterLinkError
+from badgeline.agent.printers import AsyncPrinterLink, MarkNotSentError, PrinterLinkError
 from badgeline.agent.printers.completion import (
     DEFAULT_POLL_S,
     FIRST_POLL_S,
@@ -274,8 +275,15 @@ class PrintLoop:
                 granted.process_id = await self.link.send_marked(granted.badge.escpos)
             else:
                 await self.link.write(granted.badge.escpos)
+        except MarkNotSentError as error:
+            # The badge reached the printer whole, cut included: it may come out.
+            await self._lose_in_flight(f"the printer link failed behind it: {error}")
+            doubt = f"the printer took the badge, then its process ID request failed: {error}"
+            await self._finish_printed_or_doubted(granted, doubt)
+            self.watch.request_probe()
+            return
         except PrinterLinkError as error:
-            # Every byte up to the cut (the last command) did not reach the
+            # Every byte up to the cut (the badge's last command) did not reach the
             # printer, so no finished badge came out: a failure, retried by the
             # coordinator. Badges written before it on the broken link are in doubt.
             reason = f"printer write failed: {error}"

@@ -24,7 +24,11 @@ from badgeline.agent.printers.completion import (
     poll_process_id,
     process_id_request,
 )
-from badgeline.agent.printers.errors import PrinterLinkError, StatusUnavailableError
+from badgeline.agent.printers.errors import (
+    MarkNotSentError,
+    PrinterLinkError,
+    StatusUnavailableError,
+)
 from badgeline.agent.printers.link import LinkIo, PrinterLink
 from badgeline.agent.printers.status import StatusQuery, probe_health
 from badgeline.protocol.agent_models import PrinterHealthReport
@@ -72,7 +76,14 @@ class AsyncPrinterLink:
         before it is on paper, so the answers come in the order the badges went.
         """
         process_id = self._process_ids.next()
-        await self.write(data + process_id_request(process_id))
+        await self.write(data)
+        # A write of its own: a failure of the request alone leaves the badge whole
+        # in the printer, which may print it (MarkNotSentError), while a failure
+        # within the badge cut it short.
+        try:
+            await self.write(process_id_request(process_id))
+        except PrinterLinkError as error:
+            raise MarkNotSentError(str(error)) from error
         return process_id
 
     async def poll_printed(self, process_id: bytes, pause_s: float) -> Completion | None:
