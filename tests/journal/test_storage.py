@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from badgeline.agent.journal import (
+    Journal,
     JournalBusyError,
     JournalSchemaError,
+    JournalSettings,
     JournalWriteError,
     LocalJobState,
 )
@@ -149,6 +151,23 @@ async def test_a_rebuilt_journal_keeps_what_the_coordinator_is_still_owed(
     assert pending == {"job-printed": AckResult.PRINTED, "job-granted": AckResult.UNCERTAIN}
     # AND the lease never granted and the confirmed print are not
     assert await reopened.get("job-leased") is None and await reopened.get("job-acked") is None
+
+
+async def test_a_journal_named_by_a_relative_path_is_rebuilt_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the default state_dir, which is relative, and a torn journal in it
+    monkeypatch.chdir(tmp_path)
+    settings = JournalSettings(path=Path("var/agent/journal.db"))
+    journal = await Journal.open(settings)
+    await job_in_state(journal, "printed")
+    await journal.close()
+    tear_index_page(settings.path, "jobs_by_state")
+    # WHEN the agent opens it
+    async with await Journal.open(settings) as reopened:
+        # THEN it is rebuilt with the owed result, not refused
+        assert reopened.moved_aside is not None
+        assert [ack.job_id for ack in await reopened.pending_acks()] == ["job-1"]
 
 
 async def test_a_healthy_journal_is_never_moved(

@@ -41,8 +41,10 @@ def read_owed(path: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     try:
         # Read-only: the moved-aside file is kept as it is, for a post-mortem.
-        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error:
+        db = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    except (sqlite3.Error, ValueError, OSError) as error:
+        # Salvage is a bonus: it must never keep the agent from starting.
+        log.warning("journal %s: nothing salvaged: %s", path, error)
         return rows
     try:
         db.row_factory = sqlite3.Row
