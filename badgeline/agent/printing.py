@@ -6,7 +6,8 @@ The order is the whole point (invariants 5 and 6):
    and the badge is never printed;
 2. journal the grant (fsynced) before a single byte goes to the printer, so
    that after a power cut the agent knows this badge may have printed;
-3. send the ESC/POS bytes; a write that fails is journaled `failed`;
+3. send the ESC/POS bytes; a write that fails within the badge is journaled
+   `failed`, one that fails only after its cut is `uncertain`;
 4. confirm: wait for the printer's answer to a GS ( H process ID request,
    which it sends only once the badge is on paper (printers/completion.py);
    a fault, silence or no answer in time leaves the badge `uncertain`: it may
@@ -44,7 +45,7 @@ from badgeline.agent.health import PrinterWatch, can_print
 from badgeline.agent.journal import Journal, JournalError
 from badgeline.agent.outbox import AckOutbox, clip_error
 from badgeline.agent.prepare import JobTicket, PreparedBadge
-from badgeline.agent.printers import AsyncPrinterLink, PrinterLinkError
+from badgeline.agent.printers import AsyncPrinterLink, MarkNotSentError, PrinterLinkError
 from badgeline.agent.printers.completion import (
     DEFAULT_POLL_S,
     FIRST_POLL_S,
@@ -60,6 +61,9 @@ from badgeline.protocol.states import AckResult
 # While a pipelined printer has room for another badge and one is being granted, the
 # confirmation is polled at least this often, so that badge is written soon.
 PIPELINE_POLL_S = 0.05
+# How long an idle printer that knows GS ( H may take to answer a bare request
+# (see `_learn_support`); one that does not know it costs this once per start.
+SUPPORT_CHECK_S = 2.0
 
 
 @dataclass
@@ -271,8 +275,15 @@ class PrintLoop:
                 granted.process_id = await self.link.send_marked(granted.badge.escpos)
             else:
                 await self.link.write(granted.badge.escpos)
+        except MarkNotSentError as error:
+            # The badge reached the printer whole, cut included: it may come out.
+            await self._lose_in_flight(f"the printer link failed behind it: {error}")
+            doubt = f"the printer took the badge, then its process ID request failed: {error}"
+            await self._finish_printed_or_doubted(granted, doubt)
+            self.watch.request_probe()
+            return
         except PrinterLinkError as error:
-            # Every byte up to the cut (the last command) did not reach the
+            # Every byte up to the cut (the badge's last command) did not reach the
             # printer, so no finished badge came out: a failure, retried by the
             # coordinator. Badges written before it on the broken link are in doubt.
             reason = f"printer write failed: {error}"
@@ -314,7 +325,7 @@ class PrintLoop:
                 " though the printer is online",
             )
         self.in_flight.popleft()
-        self._learn_support(completion)
+        await self._learn_support(completion)
         if completion.printed:
             await self._finish_printed_or_doubted(oldest, None)
             return
@@ -375,15 +386,24 @@ class PrintLoop:
             return self.process_id_support is not False
         return self.confirmation == "process_id"
 
-    def _learn_support(self, completion: Completion) -> None:
-        """With "auto": the first response proves GS ( H works; a printer that stayed
-        online through a whole timeout without ever answering does not know it."""
+    async def _learn_support(self, completion: Completion) -> None:
+        """With "auto": the first response proves GS ( H works; a printer that stays
+        online through a whole timeout without answering, and then leaves a bare
+        request unanswered too, does not know it. One lost answer proves nothing (a
+        blink offline loses the request): trusting status after it would call badges
+        still in the printer's buffer printed."""
         if self.confirmation != "auto" or self.process_id_support is not None:
             return
+        supported: bool | None = None
         if completion.printed:
+            supported = True
+        elif completion.outcome is Outcome.TIMED_OUT:
+            # None: the printer cannot tell now (offline): learn from a later badge.
+            supported = await self.link.answers_process_id(SUPPORT_CHECK_S)
+        if supported:
             self.process_id_support = True
             log_event("print_confirmation", printer_id=self.client.printer_id, by="process_id")
-        elif completion.outcome is Outcome.TIMED_OUT:
+        elif supported is False:
             self.process_id_support = False
             log_event("print_confirmation", logging.WARNING, printer_id=self.client.printer_id,
                       by="status", reason="the printer does not answer GS ( H")  # fmt: skip

@@ -117,3 +117,27 @@ async def _pipelining(
         print_pipeline_depth=2, **settings,
     ))  # fmt: skip
     return emulator, agent
+
+
+async def test_one_lost_answer_does_not_make_the_agent_trust_a_status_probe_after_it(
+    coordinator: LiveCoordinator, kiosk: Kiosk, start_emulator: Any, run_agent: Any,
+    badge_ref: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    # GIVEN a printer that answers GS ( H but loses its very first answer (a request
+    # that arrived during a blink offline), and an agent left to learn ("auto") how
+    # to confirm its badges, with a short confirmation timeout
+    emulator = await start_emulator(buffer_bytes=BIG_BUFFER)
+    emulator.lose_process_ids = 1
+    await run_agent(agent_settings(
+        "printer-a", coordinator, emulator, tmp_path / "a", print_confirm_timeout_s=2.0,
+    ))  # fmt: skip
+    first = await kiosk.submit(badge_ref, "printer-a")
+    # (that badge is reported uncertain, and the coordinator's reprint is answered)
+    await wait_for(lambda: all_in_state(kiosk, [first], "printed"), timeout_s=10)
+    # WHEN the printer slows down and the next badge goes out
+    emulator.ms_per_badge = 800
+    second = await kiosk.submit(badge_ref, "printer-a")
+    # THEN the agent reports it printed only once it is on paper: a healthy status
+    # right after the bytes says nothing about a badge still in the printer's buffer
+    await wait_for(lambda: all_in_state(kiosk, [second], "printed"), timeout_s=10)
+    assert second in printed_job_ids(emulator)

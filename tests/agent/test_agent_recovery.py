@@ -10,6 +10,7 @@ from badgeline.protocol.states import AckResult
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
 from tests.agent.journal_prep import crash_after_grant, crash_after_lease, crash_after_print
 from tests.helpers import wait_for
+from tests.journal.helpers import tear_index_page
 
 
 async def test_printed_but_unacked_result_is_acked_after_restart_and_not_reprinted(
@@ -77,6 +78,28 @@ async def test_leased_but_never_granted_job_asks_for_its_grant_and_prints_once(
     await wait_for(lambda: _state_is(kiosk, job_id, "printed"))
     entry = await agent.journal.get(job_id)
     assert entry is not None and entry.lease_id == crashed.lease_id
+    assert [badge.job_id for badge in emulator.printed] == [job_id]
+
+
+async def test_a_print_owed_in_a_journal_with_a_torn_page_is_still_acked(
+    coordinator: LiveCoordinator, kiosk: Kiosk, start_emulator: Any, run_agent: Any,
+    badge_ref: str, badge_pdf: bytes, tmp_path: Path,
+) -> None:  # fmt: skip
+    # GIVEN an agent that printed a badge and journaled it, then lost power before the
+    # ack, and the power cut tore one page of the journal (an index's, not the rows')
+    emulator = await start_emulator()
+    settings = agent_settings("printer-a", coordinator, emulator, tmp_path / "a")
+    job_id = await kiosk.submit(badge_ref, "printer-a")
+    crashed = await crash_after_print(settings, badge_pdf)
+    tear_index_page(settings.journal_path, "jobs_by_state")
+    # WHEN a new agent starts: the journal fails its check and is rebuilt
+    agent = await run_agent(settings)
+    assert agent.journal.moved_aside is not None
+    # THEN the result it owed still reaches the coordinator: the job does not sit
+    # `printing` for ever on a healthy printer, and the badge is not printed again
+    await wait_for(lambda: _state_is(kiosk, job_id, "printed"), timeout_s=5.0)
+    entry = await agent.journal.get(job_id, crashed.lease_id)
+    assert entry is not None and entry.outcome is AckResult.PRINTED
     assert [badge.job_id for badge in emulator.printed] == [job_id]
 
 

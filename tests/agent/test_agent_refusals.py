@@ -6,6 +6,7 @@ failed attempt, so refusals and failures show up without long waits.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 from pathlib import Path
@@ -13,12 +14,24 @@ from typing import Any
 
 import pytest
 
-from badgeline.agent.journal import LocalJobState
+from badgeline.agent.badge import badge_to_escpos
+from badgeline.agent.client import CoordinatorClient
+from badgeline.agent.health import PrinterWatch
+from badgeline.agent.journal import Journal, JournalEntry, JournalSettings, LocalJobState
+from badgeline.agent.outbox import AckOutbox
+from badgeline.agent.prepare import JobTicket, PreparedBadge
+from badgeline.agent.printers import AsyncPrinterLink, UsbConnection, UsbLink
+from badgeline.agent.printing import PrintLoop
+from badgeline.agent.retry import Backoff
+from badgeline.agent.slots import JobSlots
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.protocol.models import LeasedJob
 from badgeline.protocol.states import AckResult
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
-from tests.agent.journal_prep import crash_after_lease
+from tests.agent.journal_prep import crash_after_lease, lease_one
+from tests.conftest import agent_token
 from tests.helpers import wait_for
+from tests.printers.fake_usb import FakeUsbPrinterBackend
 
 
 @pytest.fixture
@@ -155,3 +168,68 @@ async def _not_ready(agent: Any) -> bool:
 
 async def _state_is(kiosk: Kiosk, job_id: str, state: str) -> bool:
     return await kiosk.state(job_id) == state
+
+
+async def test_a_badge_the_printer_took_whole_is_uncertain_when_only_its_request_is_cut_off(
+    coordinator: LiveCoordinator, kiosk: Kiosk, badge_ref: str, badge_pdf: bytes,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    # GIVEN a USB printer that will take this badge's bytes, cut included, and then no
+    # more (its paper runs out with the badge in its buffer): the bytes after the cut,
+    # the agent's GS ( H request, time out
+    job_id = await kiosk.submit(badge_ref, "printer-a")
+    usb = FakeUsbPrinterBackend()
+    settings = agent_settings(
+        "printer-a", coordinator, None, tmp_path / "a",
+        printer={"kind": "usb", "vendor_id": usb.vendor_id, "product_id": usb.product_id},
+    )  # fmt: skip
+    job = await lease_one(settings)
+    escpos = badge_to_escpos(badge_pdf, settings.effective_width_dots, job.job_id)
+    # WHEN the print loop is handed that journaled lease's badge
+    async with (
+        await Journal.open(JournalSettings(path=settings.journal_path)) as journal,
+        CoordinatorClient(coordinator.url, "printer-a", agent_token("printer-a")) as client,
+    ):  # fmt: skip
+        await journal.record_lease(job.job_id, job.lease_id, job.job)
+        entry = await _print_one(client, journal, usb, escpos, job)
+    # THEN the whole badge is in the printer, and the agent does not call it failed
+    # (the coordinator would print it again, unflagged): it may well come out
+    assert usb.written_bytes().endswith(escpos)
+    assert entry.outcome is AckResult.UNCERTAIN, entry
+    assert (await kiosk.job(job_id))["state"] != "retrying"
+
+
+async def _print_one(
+    client: CoordinatorClient, journal: Journal, usb: FakeUsbPrinterBackend, escpos: bytes,
+    job: LeasedJob,
+) -> JournalEntry:  # fmt: skip
+    """Run a print loop on one badge until its result is journaled; the printer takes
+    the badge's bytes and no more."""
+    connection = UsbConnection(vendor_id=usb.vendor_id, product_id=usb.product_id, timeout_ms=200)
+    async_link = AsyncPrinterLink(UsbLink(connection, backend=usb))
+    watch = PrinterWatch("printer-a")
+    watch.update(await async_link.probe())
+    usb.accept_limit = len(usb.written_bytes()) + len(escpos)
+    slots = JobSlots(2)
+    slots.take()
+    queue: asyncio.Queue[PreparedBadge] = asyncio.Queue()
+    ticket = JobTicket("printer-a", job.job_id, job.lease_id, dict(job.job))
+    queue.put_nowait(PreparedBadge(ticket, escpos))
+    loop = PrintLoop(
+        client=client, journal=journal, link=async_link, watch=watch,
+        outbox=AckOutbox(client, journal, Backoff(0.05, 0.5)), slots=slots, queue=queue,
+        backoff=Backoff(0.05, 0.5), printer_lock=asyncio.Lock(), confirm_timeout_s=2.0,
+    )  # fmt: skip
+    stopping = asyncio.Event()
+    running = asyncio.create_task(loop.run(stopping))
+
+    async def finished() -> JournalEntry | None:
+        entry = await journal.get(job.job_id, job.lease_id)
+        return entry if entry is not None and entry.outcome is not None else None
+
+    try:
+        return await wait_for(finished)
+    finally:
+        stopping.set()
+        await running
+        await async_link.close()

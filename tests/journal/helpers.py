@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import random
+import sqlite3
 from pathlib import Path
 
 import badgeline
@@ -78,3 +80,18 @@ def badgeline_env() -> dict[str, str]:
     inherited = os.environ.get("PYTHONPATH")
     path = source_root if not inherited else source_root + os.pathsep + inherited
     return {**os.environ, "PYTHONPATH": path}
+
+
+def tear_index_page(path: Path, index: str, seed: int = 7) -> None:
+    """Overwrite the root page of one index with noise, as a power cut mid-write can.
+
+    The table's own pages stay readable, as they mostly do on a torn SD card.
+    """
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the page must be in the file itself
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+        query = "SELECT rootpage FROM sqlite_master WHERE name = ?"
+        (root,) = db.execute(query, (index,)).fetchone()
+    with path.open("r+b") as file:
+        file.seek((root - 1) * page_size)
+        file.write(random.Random(seed).randbytes(page_size))

@@ -13,14 +13,17 @@ from pathlib import Path
 import pytest
 
 from badgeline.agent.journal import (
+    Journal,
     JournalBusyError,
     JournalSchemaError,
+    JournalSettings,
     JournalWriteError,
     LocalJobState,
 )
+from badgeline.protocol.states import AckResult
 
 from .conftest import OpenJournal
-from .helpers import PAYLOAD, badgeline_env, job_in_state
+from .helpers import PAYLOAD, badgeline_env, job_in_state, tear_index_page
 
 
 def files_beside(path: Path) -> list[str]:
@@ -123,6 +126,48 @@ async def test_a_journal_with_torn_pages_is_moved_aside(
     assert reopened.moved_aside is not None
     assert await reopened.get("job-1") is None
     assert (await reopened.counts())["leased"] == 0
+
+
+async def test_a_rebuilt_journal_keeps_what_the_coordinator_is_still_owed(
+    open_journal: OpenJournal, journal_path: Path
+) -> None:
+    # GIVEN a journal holding a grant without a result, an unacked print, a lease
+    # and a confirmed print, whose index page a power cut then tore
+    journal = await open_journal()
+    await job_in_state(journal, "granted", job_id="job-granted")
+    await job_in_state(journal, "printed", job_id="job-printed")
+    await job_in_state(journal, "leased", job_id="job-leased")
+    await job_in_state(journal, "acked-printed", job_id="job-acked")
+    await journal.close()
+    tear_index_page(journal_path, "jobs_by_state")
+
+    # WHEN the agent opens it: it is moved aside and rebuilt
+    reopened = await open_journal()
+    assert reopened.moved_aside is not None
+
+    # THEN what the coordinator must still hear is carried over and queued for it:
+    # the print as printed, the grant as uncertain (it may have printed)
+    pending = {ack.job_id: ack.result for ack in await reopened.pending_acks()}
+    assert pending == {"job-printed": AckResult.PRINTED, "job-granted": AckResult.UNCERTAIN}
+    # AND the lease never granted and the confirmed print are not
+    assert await reopened.get("job-leased") is None and await reopened.get("job-acked") is None
+
+
+async def test_a_journal_named_by_a_relative_path_is_rebuilt_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the default state_dir, which is relative, and a torn journal in it
+    monkeypatch.chdir(tmp_path)
+    settings = JournalSettings(path=Path("var/agent/journal.db"))
+    journal = await Journal.open(settings)
+    await job_in_state(journal, "printed")
+    await journal.close()
+    tear_index_page(settings.path, "jobs_by_state")
+    # WHEN the agent opens it
+    async with await Journal.open(settings) as reopened:
+        # THEN it is rebuilt with the owed result, not refused
+        assert reopened.moved_aside is not None
+        assert [ack.job_id for ack in await reopened.pending_acks()] == ["job-1"]
 
 
 async def test_a_healthy_journal_is_never_moved(

@@ -15,9 +15,12 @@ that stream queues the reply byte ``status[n]`` for the IN endpoint (see
 or hung). Reads on IN with nothing queued raise ``USBTimeoutError`` at once,
 as libusb does when the timeout expires.
 
-``unplug()`` removes the device: it is no longer enumerated and transfers on
-open handles fail with ENODEV. ``claim_error`` makes claiming the interface
-fail with that errno (EACCES for a missing udev rule, EBUSY for usblp).
+``accept_limit`` caps the bytes OUT takes in all: past it a transfer moves only
+what fits, then times out, as libusb's does when the printer stops taking data
+(its buffer full, its paper out). ``unplug()`` removes the device: it is no
+longer enumerated and transfers on open handles fail with ENODEV.
+``claim_error`` makes claiming the interface fail with that errno (EACCES for
+a missing udev rule, EBUSY for usblp).
 """
 
 from __future__ import annotations
@@ -127,6 +130,7 @@ class FakeUsbPrinterBackend(usb.backend.IBackend):
         self.plugged_in = True
         self.claim_error: int | None = None
         self.written = bytearray()
+        self.accept_limit: int | None = None
         self.configuration_value = 0
         self.claimed: set[int] = set()
         self.resets = 0
@@ -248,9 +252,14 @@ class FakeUsbPrinterBackend(usb.backend.IBackend):
         if ep != self.out_endpoint:
             raise usb.core.USBError(f"bulk write to {ep:#04x}", errno=errno.EPIPE)
         with self._lock:
-            self.written += data.tobytes()
-            self._pending_in += self.responder.feed(data.tobytes())
-        return len(data) * data.itemsize
+            taken = data.tobytes()
+            if self.accept_limit is not None:
+                taken = taken[: max(0, self.accept_limit - len(self.written))]
+            self.written += taken
+            self._pending_in += self.responder.feed(taken)
+            if len(taken) < len(data) * data.itemsize:
+                raise usb.core.USBTimeoutError("Operation timed out", errno=errno.ETIMEDOUT)
+        return len(taken)
 
     def bulk_read(
         self, dev_handle: _Handle, ep: int, intf: int, buff: array.array[int], timeout: int

@@ -104,3 +104,19 @@ async def test_probe_never_raises_on_a_missing_usb_printer() -> None:
     report = await link.probe()
     assert report.reachable is False
     assert report.detail is not None and "not found" in report.detail
+
+
+async def test_a_bare_process_id_check_tells_support_silence_and_offline_apart(
+    tcp_printer: Callable[..., TcpPrinter],
+) -> None:
+    # GIVEN a printer that answers GS ( H, one that ignores it, and one that went silent
+    knows, ignores, silent = tcp_printer(), tcp_printer(), tcp_printer()
+    ignores.responder.process_id_support = False
+    silent.responder.answering = False
+    # WHEN the agent sends each a bare process ID request
+    answers = []
+    for printer in (knows, ignores, silent):
+        async with network(printer.port, timeout_s=SILENCE_TIMEOUT_S) as link:
+            answers.append(await link.answers_process_id(within_s=1.0))
+    # THEN only the online printer that stays silent is taken not to know GS ( H
+    assert answers == [True, False, None]

@@ -2,7 +2,8 @@
 
 SD cards corrupt when the power drops during a write. A journal that cannot be
 read must not keep the agent from starting, so it is moved aside (kept for a
-post-mortem) and a fresh one is created. That happens only for errors that say
+post-mortem) and a fresh one is created, carrying over the unconfirmed grants and
+results that can still be read from it (salvage.py). That happens only for errors that say
 the file itself is bad (not a database, corrupt pages): a locked journal or a
 full disk is a passing condition, and throwing away a good journal would lose
 the grants and prints the coordinator still has to hear about.
@@ -10,6 +11,7 @@ the grants and prints the coordinator still has to hear about.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -26,6 +28,7 @@ from badgeline.agent.journal.errors import (
     JournalCorruptError,
     translate,
 )
+from badgeline.agent.journal.salvage import carry_over, read_owed
 from badgeline.agent.journal.schema import apply_migrations, load_migrations
 from badgeline.agent.journal.settings import JournalSettings
 
@@ -59,7 +62,16 @@ async def open_database(settings: JournalSettings, clock: Callable[[], float]) -
         moved,
         extra={"journal_path": str(settings.path), "moved_to": str(moved)},
     )
+    owed = await asyncio.to_thread(read_owed, moved)
     db, version = await _open_checked(settings, clock)
+    try:
+        async with write_transaction(db):
+            carried = await carry_over(db, owed, clock)
+    except BaseException:
+        await db.close()
+        raise
+    if carried:
+        log.warning("carried %d unconfirmed grants and results over from %s", carried, moved)
     return OpenedDatabase(db, version, moved_aside=moved)
 
 

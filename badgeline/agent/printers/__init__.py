@@ -21,6 +21,7 @@ from badgeline.agent.printers.connection import (
 )
 from badgeline.agent.printers.device_link import DeviceLink
 from badgeline.agent.printers.errors import (
+    MarkNotSentError,
     PrinterAccessError,
     PrinterLinkError,
     PrinterNotFoundError,
@@ -44,6 +45,7 @@ __all__ = [
     "DeviceConnection",
     "DeviceLink",
     "EmulatorConnection",
+    "MarkNotSentError",
     "NetworkConnection",
     "NetworkLink",
     "PrinterAccessError",

@@ -20,10 +20,15 @@ from badgeline.agent.printers.completion import (
     Completion,
     Outcome,
     ProcessIds,
+    await_process_id,
     poll_process_id,
     process_id_request,
 )
-from badgeline.agent.printers.errors import PrinterLinkError, StatusUnavailableError
+from badgeline.agent.printers.errors import (
+    MarkNotSentError,
+    PrinterLinkError,
+    StatusUnavailableError,
+)
 from badgeline.agent.printers.link import LinkIo, PrinterLink
 from badgeline.agent.printers.status import StatusQuery, probe_health
 from badgeline.protocol.agent_models import PrinterHealthReport
@@ -71,7 +76,14 @@ class AsyncPrinterLink:
         before it is on paper, so the answers come in the order the badges went.
         """
         process_id = self._process_ids.next()
-        await self.write(data + process_id_request(process_id))
+        await self.write(data)
+        # A write of its own: a failure of the request alone leaves the badge whole
+        # in the printer, which may print it (MarkNotSentError), while a failure
+        # within the badge cut it short.
+        try:
+            await self.write(process_id_request(process_id))
+        except PrinterLinkError as error:
+            raise MarkNotSentError(str(error)) from error
         return process_id
 
     async def poll_printed(self, process_id: bytes, pause_s: float) -> Completion | None:
@@ -79,6 +91,15 @@ class AsyncPrinterLink:
         None: not yet. Never raises; the link is free again between polls."""
         exchange = partial(poll_process_id, process_id=process_id, pause_s=pause_s)
         return await self._completion(exchange, pause_s, "a print completion poll")
+
+    async def answers_process_id(self, within_s: float) -> bool | None:
+        """Whether the printer answers a bare GS ( H request now (nothing printing):
+        True, False (online yet silent), None (cannot tell: offline, link down)."""
+        exchange = partial(await_process_id, process_id=self._process_ids.next(), within_s=within_s)
+        completion = await self._completion(exchange, within_s, "a GS ( H check")
+        if completion is None or completion.outcome not in (Outcome.PRINTED, Outcome.TIMED_OUT):
+            return None
+        return completion.printed
 
     async def _completion(
         self, exchange: Callable[[LinkIo], Completion | None], wait_s: float, what: str

@@ -26,3 +26,7 @@ class PrinterTimeoutError(PrinterLinkError):
 
 class StatusUnavailableError(PrinterLinkError):
     """This link cannot read status bytes back (e.g. a write-only device node)."""
+
+
+class MarkNotSentError(PrinterLinkError):
+    """A badge went to the printer whole, cut included; its process ID request did not."""
