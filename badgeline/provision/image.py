@@ -52,8 +52,11 @@ class Partition:
 
 def read_partitions(image: Path) -> list[Partition]:
     """The primary partitions of an MBR disk image."""
-    with image.open("rb") as file:
-        mbr = file.read(SECTOR_BYTES)
+    try:
+        with image.open("rb") as file:
+            mbr = file.read(SECTOR_BYTES)
+    except OSError as error:  # a typo in the name, a folder, or a card read without sudo
+        raise ImageError(f"cannot read {image}: {error.strerror}") from None
     if len(mbr) < SECTOR_BYTES or mbr[510:512] != b"\x55\xaa":
         raise ImageError(f"{image} has no MBR (is it compressed? unpack .img.xz first)")
     partitions = []

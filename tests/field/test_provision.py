@@ -408,3 +408,17 @@ def test_a_truncated_image_is_refused(tmp_path: Path, wheel: Path) -> None:
     # WHEN/THEN provisioning refuses instead of writing past the end
     with pytest.raises(ImageError, match="truncated"):
         provision(request(image, wheel), progress=quiet)
+
+
+def test_a_missing_image_is_named_without_a_traceback(tmp_path: Path, wheel: Path) -> None:
+    # GIVEN a tech who mistyped the image's name
+    result = subprocess.run(
+        [sys.executable, "-m", "badgeline.cli", "provision", str(tmp_path / "printer-02.im"),
+         "--printer-id", "printer-02", "--token", "t", "--wheel", str(wheel)],
+        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+    )  # fmt: skip
+    # THEN one line says which file, and the exit status is the usage error's
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"provision: cannot read {tmp_path / 'printer-02.im'}: No such file or directory"
+    )
