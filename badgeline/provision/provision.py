@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import ssl
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from badgeline.agent.config import AgentSettings
 from badgeline.provision.agent_config import AgentConfig, render_agent_toml
 from badgeline.provision.assets import load_assets
 from badgeline.provision.boot import (
@@ -21,6 +25,7 @@ from badgeline.provision.boot import (
     user_data_with_runcmd,
 )
 from badgeline.provision.image import BootPartition
+from badgeline.toml_env import describe_validation_error
 
 FOLDER = "/badgeline"
 CA_FILE_NAME = "coordinator-ca.pem"  # install-agent.sh looks for it under this name
@@ -63,9 +68,27 @@ def check_ca_bundle(path: Path | None) -> None:
         raise ProvisionError(f"--coordinator-ca {path}: not a PEM certificate: {error}") from None
 
 
+def check_agent_config(text: str) -> None:
+    """Refuse here what the agent would refuse at its first start on the Pi (exit 2).
+
+    Found there only after flashing and a first boot, e.g. a --coordinator-url
+    without http:// or a printer port past 65535.
+    """
+    values = tomllib.loads(text)
+    values.pop("coordinator_ca_file", None)  # a path on the Pi; check_ca_bundle checks the PEM
+    try:
+        AgentSettings.model_validate(values)
+    except ValidationError as error:
+        raise ProvisionError(
+            describe_validation_error(error, "the agent.toml it would write", "agent")
+        ) from None
+
+
 def provision(request: ProvisionRequest, progress: Progress = print) -> ProvisionResult:
     check_wheels(request.wheels)
     check_ca_bundle(request.coordinator_ca)
+    agent_toml = render_agent_toml(request.agent)
+    check_agent_config(agent_toml)
     assets = load_assets()
     with BootPartition(request.image) as boot:
         progress(
@@ -83,7 +106,7 @@ def provision(request: ProvisionRequest, progress: Progress = print) -> Provisio
             boot.write_bytes(path, data)
             result.written.append(path)
 
-        write(f"{FOLDER}/agent.toml", render_agent_toml(request.agent).encode())
+        write(f"{FOLDER}/agent.toml", agent_toml.encode())
         for name, data in assets.items():
             write(f"{FOLDER}/{name}", data)
         # A re-run with a newer wheel must not leave the old one for the installer to pick.

@@ -422,3 +422,25 @@ def test_a_missing_image_is_named_without_a_traceback(tmp_path: Path, wheel: Pat
     assert result.stderr.strip() == (
         f"provision: cannot read {tmp_path / 'printer-02.im'}: No such file or directory"
     )
+
+
+@pytest.mark.parametrize(
+    ("printer", "url", "key"),
+    [
+        ("device:/dev/usb/lp0", "10.20.0.5:8420", "coordinator_url"),
+        ("network:10.0.0.21:99999", "http://10.20.0.5:8420", "printer.network.port"),
+    ],
+)
+def test_a_config_the_agent_would_refuse_is_refused_before_the_image_is_touched(
+    tmp_path: Path, wheel: Path, printer: str, url: str, key: str
+) -> None:
+    # GIVEN a typo the agent on the Pi would stop on (exit 2) at its first start
+    image = bookworm(tmp_path)
+    before = image.read_bytes()
+    agent = AgentConfig(
+        printer_id="printer-07", printer=parse_printer(printer), coordinator_url=url, token="t"
+    )
+    # WHEN/THEN provisioning names the key now, and writes nothing
+    with pytest.raises(ProvisionError, match=key.replace(".", r"\.")):
+        provision(request(image, wheel, agent=agent), progress=quiet)
+    assert image.read_bytes() == before
