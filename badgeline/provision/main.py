@@ -61,6 +61,13 @@ def _wifi(args: argparse.Namespace) -> Wifi | None:
         raise ProvisionError("Wi-Fi needs --wifi-ssid, --wifi-password and --wifi-country")
     if len(args.wifi_country) != 2 or not args.wifi_country.isalpha():
         raise ProvisionError("--wifi-country is a two-letter code such as GB")
+    # WPA-PSK's rule, which nmcli (Bookworm) and netplan (Trixie) enforce on the Pi
+    # itself at first boot: a shorter password there means a Pi that never joins.
+    if not (8 <= len(args.wifi_password) <= 63 and args.wifi_password.isascii()) and not (
+        len(args.wifi_password) == 64
+        and all(c in "0123456789abcdefABCDEF" for c in args.wifi_password)
+    ):
+        raise ProvisionError("--wifi-password: a WPA password is 8 to 63 ASCII characters")
     return Wifi(args.wifi_ssid, args.wifi_password, args.wifi_country.upper())
 
 

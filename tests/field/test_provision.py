@@ -373,7 +373,7 @@ def test_the_cli_shows_progress_and_writes_the_image(tmp_path: Path, wheel: Path
         [sys.executable, "-m", "badgeline.cli", "provision", str(image),
          "--printer-id", "printer-03", "--printer", "network:10.0.0.21:9100",
          "--enrolment-code", "AAAAbbbbCCCCdddd_EEEE-ffff", "--wheel", str(wheel),
-         "--wifi-ssid", "Staff", "--wifi-password", "pw", "--wifi-country", "gb"],
+         "--wifi-ssid", "Staff", "--wifi-password", "staff-pass", "--wifi-country", "gb"],
         capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )  # fmt: skip
@@ -444,3 +444,17 @@ def test_a_config_the_agent_would_refuse_is_refused_before_the_image_is_touched(
     with pytest.raises(ProvisionError, match=key.replace(".", r"\.")):
         provision(request(image, wheel, agent=agent), progress=quiet)
     assert image.read_bytes() == before
+
+
+def test_the_cli_refuses_a_wifi_password_the_pi_would_refuse(tmp_path: Path, wheel: Path) -> None:
+    # GIVEN a password too short for WPA (nmcli and netplan on the Pi refuse it at first boot)
+    image = bookworm(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "badgeline.cli", "provision", str(image),
+         "--printer-id", "printer-03", "--token", "t", "--wheel", str(wheel),
+         "--wifi-ssid", "Staff", "--wifi-password", "pw", "--wifi-country", "GB"],
+        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+    )  # fmt: skip
+    # THEN provisioning says so now, not a Pi that never joins the Wi-Fi
+    assert result.returncode == 2
+    assert "--wifi-password" in result.stderr and "8 to 63" in result.stderr
