@@ -26,7 +26,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--token", default=os.environ.get("BADGELINE_TOKEN"),
                         help="an operator token (default: $BADGELINE_TOKEN)")
     parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
+    parser.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
                         help="seconds to wait for an answer (default: %(default)s)")  # fmt: skip
 
 
@@ -43,6 +43,17 @@ def execute(args: argparse.Namespace, call: Call, render: Render,
     else:
         print(render(answer, args))
     return verdict(answer, args) if verdict else 0
+
+
+def positive_seconds(value: str) -> float:
+    """An argparse type: 0 or less made urllib fail with a misleading network error."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: give a number of seconds above 0")
+    return seconds
 
 
 def printer_id(value: str) -> str:

@@ -39,6 +39,13 @@ async def test_bad_usage_is_argparse_exit_2(venue: Venue) -> None:
     assert result.code == 2 and "is not a printer id" in result.err
 
 
+async def test_a_timeout_of_zero_or_less_is_bad_usage_not_a_network_error(venue: Venue) -> None:
+    for timeout in ("0", "-1"):
+        result = await venue.cli("printers", "--timeout", timeout)
+        assert result.code == 2, result.err
+        assert "argument --timeout" in result.err and "above 0" in result.err
+
+
 async def test_json_is_the_api_answer(venue: Venue) -> None:
     await venue.agent("printer-a").heartbeat()
     await venue.submit("printer-a", 2)
