@@ -71,3 +71,16 @@ async def test_reprint_needs_an_operator_and_a_known_job(venue: Venue) -> None:
     await venue.ops("POST", f"/v1/jobs/{original_id}/reprint", {}, status=422)
     missing = await venue.cli("reprint", "job_0000000000000000", "--reason", "x")
     assert missing.code == 1 and "404 not_found" in missing.err
+
+
+async def test_a_mistyped_target_printer_is_refused_and_nothing_is_queued(venue: Venue) -> None:
+    # GIVEN a printed badge
+    original_id = await _printed_job(venue)
+    # WHEN the operator sends its reprint to printer-a1 meaning printer-a
+    typo = await venue.cli("reprint", original_id, "--reason", "lost", "--target", "printer-a1")
+    # THEN it is refused with the known printers, and no reprint was made
+    assert typo.code == 2
+    assert "printer-a1: this coordinator knows no such printer" in typo.err
+    assert "known: printer-a" in typo.err
+    jobs = await venue.cli_ok("jobs", "--attendee", (await venue.job(original_id))["attendee_id"])
+    assert original_id in jobs.out and len(jobs.out.strip().splitlines()) == 2  # header + it
