@@ -81,7 +81,13 @@ def main(argv: list[str] | None = None) -> int:
             importlib.import_module(module_name).add_arguments(sub_parser)
     args = parser.parse_args(argv)
     module = importlib.import_module(args._module)
-    result: int = module.run(args)
+    try:
+        result: int = module.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as "Exception ignored" at exit
+    except BrokenPipeError:
+        # `badgeline reconcile | head`: the reader took what it wanted; no traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return result
 
 

@@ -4,6 +4,8 @@ way a call can fail, --json for machines, and the API as its only door."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.conftest import KIOSK_TOKEN
@@ -122,3 +124,17 @@ async def test_a_refused_field_is_named_with_what_is_wrong_with_it(venue: Venue)
         "badgeline pause: 422 validation_failed: the request body has invalid fields: for_s "
         "(for_s: Input should be greater than 0)"
     )
+
+
+def test_output_piped_into_a_reader_that_stops_early_is_no_traceback() -> None:
+    # GIVEN `badgeline … | head -3`, where head has exited before the command writes
+    command = [sys.executable, "-m", "badgeline.cli", "hash-token", "--name", "k",
+               "--role", "kiosk"]  # fmt: skip
+    with subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as child:  # fmt: skip
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.close()
+        # THEN it stops quietly, with a non-zero status
+        err = child.stderr.read().decode()
+        assert child.wait(timeout=60) == 1
+    assert err == ""
