@@ -8,7 +8,7 @@ docs/config.md; an invalid value stops start-up with the key that is wrong.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -99,7 +99,11 @@ class CoordinatorSettings(BaseModel):
     spill_named_targets: bool = True
     retry_backoff_unit_s: float = Field(default=1.0, gt=0, le=60)
     retry_backoff_cap_s: float = Field(default=60.0, gt=0, le=3600)
-    pools: dict[str, list[str]] = Field(
+    # Shapes checked: a typo (`printer_a1`, `Hall A`) could never be routed to.
+    pools: dict[
+        Annotated[str, Field(pattern=POOL_NAME_PATTERN)],
+        list[Annotated[str, Field(pattern=PRINTER_ID_PATTERN)]],
+    ] = Field(
         default_factory=dict, description="pool name -> printer ids; `auto` uses pool default"
     )
 

@@ -48,6 +48,9 @@ def test_lists_and_tables_come_from_the_environment_as_json(
         ("high_water_mark = 0\n", "high_water_mark"),
         ('embedded_appendfsync = "sometimes"\n', "embedded_appendfsync"),
         ('venue = "hall-a"\nvenue = "hall-b"\n', "not valid TOML"),
+        # a pool member or name that no job could ever be routed to
+        ('[pools]\nhall-a = ["printer_a1"]\n', r"pools\.hall-a\.0"),
+        ('[pools]\n"Hall A" = ["printer-a1"]\n', r"pools\.Hall A"),
     ],
 )
 def test_a_bad_file_stops_start_up_naming_what_to_fix(
