@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 
 from aiohttp import web
@@ -22,6 +23,7 @@ from badgeline.coordinator import (
 from badgeline.coordinator.auth import TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR, Coordinator
+from badgeline.coordinator.events import log_event
 from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.http import correlation_middleware, error_middleware, json_response
 from badgeline.coordinator.lease_scanner import (
@@ -96,8 +98,14 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     settings = coordinator.settings
     await coordinator.wakeups.start()
     if settings.mdns:
-        coordinator.agent_browser = AgentBrowser(interfaces=settings.mdns_interface_list())
-        await coordinator.agent_browser.start()
+        browser = AgentBrowser(interfaces=settings.mdns_interface_list())
+        try:
+            await browser.start()
+            coordinator.agent_browser = browser
+        except OSError as error:  # e.g. mdns_interfaces names an address this host lacks
+            # Agent addresses are a convenience of GET /v1/printers: serve without them.
+            log_event("mdns_failed", logging.ERROR, venue=settings.venue,
+                      interfaces=settings.mdns_interface_list(), error=str(error))  # fmt: skip
     loops = [
         UpkeepLoop("lease_scanner", lambda: expire_leases_once(coordinator.store),
                    settings.lease_scan_interval_s),

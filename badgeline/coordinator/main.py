@@ -31,6 +31,10 @@ NO_TOKENS_HINT = ("every API call will get 401: add [[tokens]] entries to the co
                   "(`badgeline hash-token --name NAME --role kiosk|agent|operator`)")  # fmt: skip
 
 
+class ListenError(Exception):
+    """The API cannot be served on the configured address (exit 1: systemd retries)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, help="TOML settings file (see docs/config.md)")
     parser.add_argument("--host", help="listen address (overrides listen_host)")
@@ -70,6 +74,12 @@ async def serve(settings: CoordinatorSettings) -> None:
         embedded = EmbeddedRedis(
             settings.state_dir / "redis", appendfsync=settings.embedded_appendfsync
         )
+        try:
+            embedded.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(
+                f"state_dir: cannot create {embedded.data_dir}: {error.strerror}"
+            ) from None
         await asyncio.to_thread(embedded.start)
         redis_url = embedded.url
         log_event("embedded_redis_started", url=redis_url, dir=str(embedded.data_dir))
@@ -78,7 +88,13 @@ async def serve(settings: CoordinatorSettings) -> None:
             runner = make_runner(settings, redis)
             try:
                 await runner.setup()
-                await make_site(runner, settings, ssl_context).start()
+                try:
+                    await make_site(runner, settings, ssl_context).start()
+                except OSError as error:  # port taken, or an address this host does not have
+                    raise ListenError(
+                        f"cannot listen on {settings.listen_host}:{settings.listen_port}: "
+                        f"{error.strerror} (listen_host / listen_port, --host / --port)"
+                    ) from None
                 settle_garbage_collector()
                 async with _announced(settings):
                     log_event("coordinator_ready", url=f"{tls.scheme(settings)}://"
@@ -127,7 +143,7 @@ async def _announced(settings: CoordinatorSettings) -> AsyncIterator[None]:
             # A name taken by another coordinator is handled inside (we take the
             # next one); whatever else goes wrong with mDNS, the API keeps serving.
             await advertiser.start()
-        except DiscoveryError as error:
+        except (DiscoveryError, OSError) as error:
             log_event("mdns_failed", logging.ERROR, venue=settings.venue, error=str(error))
             advertiser = None
     systemd_notify.notify_ready(status=f"serving venue {settings.venue}")
@@ -165,6 +181,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG_ERROR
     except RedisServerError as error:
         print(f"cannot start the embedded Redis server: {error}", file=sys.stderr)
+        return 1
+    except ListenError as error:
+        print(error, file=sys.stderr)
         return 1
     with contextlib.suppress(Exception):
         sys.stdout.flush()
