@@ -7,6 +7,7 @@ docs/config.md; an invalid value stops start-up with the key that is wrong.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -135,6 +136,24 @@ class CoordinatorSettings(BaseModel):
         if path is not None and not path.is_file():
             raise ValueError(f"{path} does not exist")
         return path
+
+    @field_validator("redis_url")
+    @classmethod
+    def redis_url_has_a_scheme(cls, url: str | None) -> str | None:
+        # redis-py's own error for `localhost:6379` came as a traceback at start.
+        if url is not None and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
+            raise ValueError("must start redis://, rediss:// or unix:// (redis://host:6379/0)")
+        return url
+
+    @field_validator("mdns_interfaces")
+    @classmethod
+    def mdns_interfaces_are_ipv4_addresses(cls, addresses: list[str] | None) -> list[str] | None:
+        for address in addresses or []:  # an interface name (`eth0`) crashed start-up
+            try:
+                ipaddress.IPv4Address(address)
+            except ValueError:
+                raise ValueError(f"{address!r} is not an IPv4 address") from None
+        return addresses
 
     @field_validator("redis_cluster_nodes", "redis_sentinels")
     @classmethod

@@ -51,6 +51,8 @@ def test_lists_and_tables_come_from_the_environment_as_json(
         # a pool member or name that no job could ever be routed to
         ('[pools]\nhall-a = ["printer_a1"]\n', r"pools\.hall-a\.0"),
         ('[pools]\n"Hall A" = ["printer-a1"]\n', r"pools\.Hall A"),
+        ('redis_url = "localhost:6379"\n', "redis_url: .*redis://"),
+        ('mdns_interfaces = ["eth0"]\n', "mdns_interfaces: .*'eth0' is not an IPv4 address"),
     ],
 )
 def test_a_bad_file_stops_start_up_naming_what_to_fix(
