@@ -183,6 +183,20 @@ class CoordinatorSettings(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def one_token_one_entry(self) -> CoordinatorSettings:
+        # The authority keeps one entry per hash: a copied entry renamed without a
+        # new hash silently gave the first holder the second one's name and role.
+        seen: dict[str, str] = {}
+        for entry in self.tokens:
+            if entry.sha256 in seen:
+                raise ValueError(
+                    f"tokens {seen[entry.sha256]!r} and {entry.name!r} have the same sha256: "
+                    "give each its own token (`badgeline hash-token`)"
+                )
+            seen[entry.sha256] = entry.name
+        return self
+
+    @model_validator(mode="after")
     def tls_needs_both_files(self) -> CoordinatorSettings:
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("set both tls_cert_file and tls_key_file, or neither")

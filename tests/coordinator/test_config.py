@@ -41,6 +41,12 @@ def test_lists_and_tables_come_from_the_environment_as_json(
         load_coordinator_settings(path)
 
 
+SAME_HASH_TWICE = "".join(
+    f'[[tokens]]\nname = "{role}"\nrole = "{role}"\nsha256 = "{"ab" * 32}"\n'
+    for role in ("kiosk", "operator")
+)
+
+
 @pytest.mark.parametrize(
     ("text", "named"),
     [
@@ -52,6 +58,8 @@ def test_lists_and_tables_come_from_the_environment_as_json(
         ('[pools]\nhall-a = ["printer_a1"]\n', r"pools\.hall-a\.0"),
         ('[pools]\n"Hall A" = ["printer-a1"]\n', r"pools\.Hall A"),
         ('redis_url = "localhost:6379"\n', "redis_url: .*redis://"),
+        # a kiosk entry copied for an operator without a new hash
+        (SAME_HASH_TWICE, "tokens 'kiosk' and 'operator' have the same sha256"),
         ('mdns_interfaces = ["eth0"]\n', "mdns_interfaces: .*'eth0' is not an IPv4 address"),
     ],
 )
