@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import signal
 import sys
 import time
@@ -25,10 +26,20 @@ from badgeline.discovery.errors import DiscoveryError
 from badgeline.discovery.names import DiscoveryTiming
 
 
+def _ipv4(value: str) -> str:
+    """An argparse type: an interface name (`wlan0`) gave zeroconf's traceback."""
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an IPv4 address: give the interface's address (`ip -4 addr`)"
+        ) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m badgeline.discovery")
     parser.add_argument(
-        "--interface", action="append", dest="interfaces", metavar="IP",
+        "--interface", action="append", dest="interfaces", metavar="IP", type=_ipv4,
         help="IPv4 address of an interface to use (repeatable; default: all)",
     )  # fmt: skip
     parser.add_argument("--fast", action="store_true", help="test timing (sub-second)")

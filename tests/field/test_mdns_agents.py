@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from badgeline.discovery import AgentAdvertiser, AgentBrowser
 from tests.field.conftest import FAST, LOOPBACK, PeerFactory, unique
@@ -110,3 +114,16 @@ async def test_an_agent_update_is_seen(mdns_peer: PeerFactory) -> None:
         await wait_for(lambda: seen_on(18501), timeout_s=10)
         agent = browser.get(printer_id)
         assert agent is not None and agent.address == "127.0.0.9"
+
+
+def test_an_interface_name_instead_of_its_address_is_named_in_one_line() -> None:
+    # GIVEN a tech who types the interface's name, as `ip link` shows it
+    result = subprocess.run(
+        [sys.executable, "-m", "badgeline.discovery", "--interface", "wlan0", "browse"],
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )  # fmt: skip
+    # THEN usage error, naming it, and no traceback
+    assert result.returncode == 2
+    assert "argument --interface: 'wlan0' is not an IPv4 address" in result.stderr
+    assert "Traceback" not in result.stderr
