@@ -72,7 +72,7 @@ def require_known_printers(client: OpsClient, args: argparse.Namespace, *named: 
     """A typo at peak (`pause printer-a11` for printer-a1) would be answered with
     success while the intended printer carries on: refuse printers the
     coordinator has never heard of, unless --force (a printer not set up yet)."""
-    if args.force:
+    if getattr(args, "force", False):  # read-only commands have no --force
         return
     known = [p["printer_id"] for p in client.get("/v1/printers")["printers"]]
     unknown = [p for p in named if p not in known]

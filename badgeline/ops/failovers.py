@@ -9,7 +9,12 @@ import argparse
 from typing import Any
 
 from badgeline.ops.client import OpsClient
-from badgeline.ops.command import add_common_options, execute, printer_id
+from badgeline.ops.command import (
+    add_common_options,
+    execute,
+    printer_id,
+    require_known_printers,
+)
 from badgeline.ops.tables import clock, table
 
 
@@ -20,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
+    if args.printer is not None:  # a typo would read "no decisions, queue now 0": all fine
+        require_known_printers(client, args, args.printer)
     decisions = client.get("/v1/failovers")["failovers"]
     if args.printer is None:
         return {"failovers": decisions[: args.limit]}

@@ -8,7 +8,12 @@ import time
 from typing import Any
 
 from badgeline.ops.client import OpsClient
-from badgeline.ops.command import add_common_options, execute, printer_id
+from badgeline.ops.command import (
+    add_common_options,
+    execute,
+    printer_id,
+    require_known_printers,
+)
 from badgeline.ops.tables import seconds, table
 
 
@@ -19,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
+    # A typo would read "0 job(s) waiting" while the real printer's head is stuck.
+    require_known_printers(client, args, args.printer)
     return client.get(f"/v1/queues/{args.printer}", limit=args.limit)
 
 

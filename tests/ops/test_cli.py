@@ -111,6 +111,12 @@ async def test_a_mistyped_printer_is_refused_before_anything_changes(venue: Venu
     ]  # fmt: skip
     assert (await venue.ops("GET", "/v1/failovers"))["failovers"] == []
 
+    # AND the triage reads refuse a typo too, rather than "0 job(s) waiting" / "no decisions"
+    for command in (("peek", "printer-aa"), ("failovers", "--printer", "printer-aa")):
+        result = await venue.cli(*command)
+        assert (result.code, result.out) == (2, ""), result.err
+        assert result.err.startswith(f"badgeline {command[0]}: printer-aa: this coordinator knows")
+
     # AND --force acts on a printer not set up yet
     forced = await venue.cli_ok("pause", "printer-c", "--force", "--for", "60")
     assert forced.out.startswith("paused printer-c for 60 s")
