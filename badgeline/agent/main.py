@@ -139,7 +139,11 @@ async def _run(agent: Agent) -> int:
         await agent.start()
     except Exception as error:
         # Start-up failures (journal unusable, printer config unusable, status port taken).
-        log_event("agent_failed", error=repr(error), printer_id=agent.settings.printer_id)
+        # Critical, and said on stderr too: at info, a log_level of WARNING or above
+        # made this exit 1 without a word.
+        log_event("agent_failed", logging.CRITICAL, error=repr(error),
+                  printer_id=agent.settings.printer_id)  # fmt: skip
+        print(f"badgeline agent: cannot start: {error}", file=sys.stderr)
         return 1
     watchdog = asyncio.create_task(systemd_notify.watchdog_loop(), name="systemd-watchdog")
     systemd_notify.notify_ready(status=_status_line(agent.settings, agent.status_port))

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -112,6 +113,28 @@ def test_a_config_error_exits_2_naming_the_key(
     agent_main.add_arguments(parser)
     assert agent_main.run(parser.parse_args(["--config", str(config)])) == 2
     assert "prefetch" in capsys.readouterr().err
+
+
+def test_a_start_up_failure_is_said_even_at_log_level_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an agent whose status port is taken, logging errors only
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        config = tmp_path / "agent.toml"
+        config.write_text(
+            'printer_id = "printer-a"\ntoken = "t"\ncoordinator_url = "http://127.0.0.1:9"\n'
+            f'mdns = false\nlog_level = "ERROR"\nstatus_port = {taken.getsockname()[1]}\n'
+            '[printer]\nkind = "emulator"\nhost = "127.0.0.1"\nport = 9\n'
+        )
+        parser = argparse.ArgumentParser()
+        agent_main.add_arguments(parser)
+        args = parser.parse_args(["--config", str(config), "--state-dir", str(tmp_path / "s")])
+        # WHEN it starts THEN it exits 1 and says why
+        assert agent_main.run(args) == 1
+    err = capsys.readouterr().err
+    assert "badgeline agent: cannot start: " in err and "address already in use" in err
 
 
 def test_importing_the_agent_service_does_not_import_redis() -> None:
