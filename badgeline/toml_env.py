@@ -62,15 +62,30 @@ def load_toml_env(
             values = tomllib.loads(path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
             raise ConfigError(f"config file {path} is not valid TOML: {error}") from None
-    from_environment = environment_values(
-        model, env_prefix, os.environ if environ is None else environ
-    )
+    environ = os.environ if environ is None else environ
+    from_environment = environment_values(model, env_prefix, environ)
     values = _merged(_merged(values, from_environment), overrides)
     try:
         return model.model_validate(values)
     except ValidationError as error:
-        source = str(path or "environment")
+        # Name every source: a bad BADGELINE_* value reported as "in coordinator.toml"
+        # sent people looking for a key their file does not have.
+        sources = [str(path)] if path is not None else []
+        sources += _variables_used(model, env_prefix, environ)
+        sources += ["the command line"] if overrides else []
+        source = ", ".join(sources) or "environment"
         raise ConfigError(describe_validation_error(error, source, what)) from None
+
+
+def _variables_used(
+    model: type[BaseModel], env_prefix: str, environ: Mapping[str, str]
+) -> list[str]:
+    prefix = env_prefix.lower()
+    return sorted(
+        name for name in environ
+        if name.lower().startswith(prefix)
+        and name.lower()[len(prefix):].split(NESTED_DELIMITER)[0] in model.model_fields
+    )  # fmt: skip
 
 
 def environment_values(

@@ -70,6 +70,17 @@ def test_a_bad_file_stops_start_up_naming_what_to_fix(
         load_coordinator_settings(_toml(tmp_path, text))
 
 
+def test_a_bad_value_from_the_environment_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a file without the key, and the environment setting it wrong
+    path = _toml(tmp_path, 'venue = "hall-a"\n')
+    monkeypatch.setenv("BADGELINE_HIGH_WATER_MARK", "lots")
+    # THEN the error points at the variable, not only at a file that lacks the key
+    with pytest.raises(ConfigError, match=r"in .*coordinator\.toml, BADGELINE_HIGH_WATER_MARK:"):
+        load_coordinator_settings(path)
+
+
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_coordinator_settings(tmp_path / "nowhere.toml")
