@@ -20,7 +20,7 @@ from badgeline.coordinator import tls
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings, load_coordinator_settings
 from badgeline.coordinator.events import configure_logging, log_event
-from badgeline.coordinator.redis_client import RedisClient, connected
+from badgeline.coordinator.redis_client import RedisClient, RedisUnreachableAtStart, connected
 from badgeline.coordinator.redis_server import EmbeddedRedis, RedisServerError
 from badgeline.discovery import DiscoveryError
 from badgeline.discovery.advertise import CoordinatorAdvertiser
@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     except RedisServerError as error:
         print(f"cannot start the embedded Redis server: {error}", file=sys.stderr)
         return 1
-    except ListenError as error:
+    except (ListenError, RedisUnreachableAtStart) as error:
         print(error, file=sys.stderr)
         return 1
     with contextlib.suppress(Exception):

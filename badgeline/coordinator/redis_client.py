@@ -156,6 +156,10 @@ async def check_topology(client: RedisClient, settings: CoordinatorSettings) -> 
         )
 
 
+class RedisUnreachableAtStart(RedisConnectionError):
+    """Redis did not answer within REDIS_START_WAIT_S of start-up (main.py: one line, exit 1)."""
+
+
 async def _once_reachable(check: Callable[[], Awaitable[None]], url: str | None) -> None:
     """Run `check` until Redis answers it. A coordinator started while its Redis is
     down or still loading its AOF (a venue server booting, a Redis restart) waits
@@ -169,7 +173,10 @@ async def _once_reachable(check: Callable[[], Awaitable[None]], url: str | None)
             await check()
         except (RedisConnectionError, RedisTimeoutError) as error:  # LOADING included
             if loop.time() >= deadline:
-                raise
+                raise RedisUnreachableAtStart(
+                    f"Redis at {_redacted(url)} did not answer within {REDIS_START_WAIT_S:g} s: "
+                    f"{error} (check redis_url, and that the server runs)"
+                ) from error
             if not waiting:
                 log_event("redis_unreachable_at_start", logging.WARNING, url=_redacted(url),
                           error=str(error), waiting_s=REDIS_START_WAIT_S)  # fmt: skip

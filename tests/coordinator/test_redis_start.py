@@ -3,6 +3,7 @@ booting, a Redis restarting), then gives up after REDIS_START_WAIT_S."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
@@ -12,6 +13,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from badgeline.coordinator import main as coordinator_main
 from badgeline.coordinator import redis_client
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.events import EVENT_LOGGER, JsonLineFormatter
@@ -63,6 +65,22 @@ async def test_a_redis_that_never_comes_fails_the_start_after_the_wait(
     with pytest.raises(RedisConnectionError):
         async with connected(settings, f"redis://127.0.0.1:{free_port()}/0"):
             pass
+
+
+def test_the_coordinator_command_then_exits_1_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN `badgeline coordinator` with a redis_url where nothing answers
+    monkeypatch.setattr(redis_client, "REDIS_START_WAIT_S", 0.3)
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    parser = argparse.ArgumentParser()
+    coordinator_main.add_arguments(parser)
+    args = parser.parse_args(["--redis-url", url, "--port", "0"])
+    monkeypatch.setenv("BADGELINE_MDNS", "false")
+    # WHEN the wait is over THEN it exits 1 (systemd restarts it) saying what it waited for
+    assert coordinator_main.run(args) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"Redis at {url} did not answer within 0.3 s: ")
 
 
 async def test_after_a_redis_restart_idle_pooled_connections_do_not_fail_a_request(
