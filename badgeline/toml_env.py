@@ -37,12 +37,27 @@ class ConfigError(Exception):
     """The configuration cannot be used; the message names every bad key."""
 
 
-def describe_validation_error(error: ValidationError, source: str, what: str = "") -> str:
+def describe_validation_error(
+    error: ValidationError, source: str, what: str = "", model: type[BaseModel] | None = None
+) -> str:
     lines = [f"invalid {what + ' ' if what else ''}configuration in {source}:"]
     for problem in error.errors():
-        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        loc = problem["loc"]
+        key = ".".join(str(part) for part in loc) or "(top level)"
         lines.append(f"  {key}: {problem['msg']}")
+        if _misplaced_top_level_key(problem, model):
+            # TOML's classic trap: every key after a [table] or [[array]] header
+            # belongs to that table, however it is indented.
+            header = f"[[{loc[0]}]]" if isinstance(loc[1], int) else f"[{loc[0]}]"
+            lines.append(f"    ({loc[-1]} is a top-level setting: in TOML it must come before "
+                         f"the first {header} header, or it belongs to that table)")  # fmt: skip
     return "\n".join(lines)
+
+
+def _misplaced_top_level_key(problem: Any, model: type[BaseModel] | None) -> bool:
+    loc = problem["loc"]
+    return (model is not None and problem["type"] == "extra_forbidden" and len(loc) >= 2
+            and isinstance(loc[-1], str) and loc[-1] in model.model_fields)  # fmt: skip
 
 
 def load_toml_env(
@@ -74,7 +89,7 @@ def load_toml_env(
         sources += _variables_used(model, env_prefix, environ)
         sources += ["the command line"] if overrides else []
         source = ", ".join(sources) or "environment"
-        raise ConfigError(describe_validation_error(error, source, what)) from None
+        raise ConfigError(describe_validation_error(error, source, what, model)) from None
 
 
 def _variables_used(

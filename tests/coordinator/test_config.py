@@ -84,3 +84,18 @@ def test_a_bad_value_from_the_environment_names_the_variable(
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_coordinator_settings(tmp_path / "nowhere.toml")
+
+
+def test_a_top_level_key_written_under_a_table_header_is_explained(tmp_path: Path) -> None:
+    # TOML's trap: listen_port after [[tokens]] belongs to that token entry
+    text = ('[[tokens]]\nname = "ops"\nrole = "operator"\nsha256 = "' + "0" * 64 + '"\n'
+            "listen_port = 9000\nbogus = 1\n")  # fmt: skip
+    with pytest.raises(ConfigError) as refused:
+        load_coordinator_settings(_toml(tmp_path, text))
+    message = str(refused.value)
+    assert (
+        "tokens.0.listen_port: Extra inputs are not permitted\n    (listen_port is a "
+        "top-level setting: in TOML it must come before the first [[tokens]] header" in message
+    )
+    assert "tokens.0.bogus: Extra inputs are not permitted" in message  # not a setting: no hint
+    assert "(bogus" not in message

@@ -15,6 +15,7 @@ import pytest
 from badgeline.agent.journal import (
     Journal,
     JournalBusyError,
+    JournalInUseError,
     JournalSchemaError,
     JournalSettings,
     JournalWriteError,
@@ -27,7 +28,9 @@ from .helpers import PAYLOAD, badgeline_env, job_in_state, tear_index_page
 
 
 def files_beside(path: Path) -> list[str]:
-    return sorted(entry.name for entry in path.parent.iterdir())
+    """The journal's files, without its ownership lock (ownership.py, always there)."""
+    lock = path.name + ".lock"
+    return sorted(entry.name for entry in path.parent.iterdir() if entry.name != lock)
 
 
 async def test_the_live_connection_is_wal_with_full_sync(open_journal: OpenJournal) -> None:
@@ -274,3 +277,44 @@ def test_an_os_write_failure_is_a_journal_write_error(tmp_path: Path) -> None:
     # THEN the failure reaches the agent as a JournalWriteError
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("JournalWriteError"), result.stdout + result.stderr
+
+
+HOLD_JOURNAL_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from badgeline.agent.journal import Journal, JournalSettings
+
+    async def main() -> None:
+        journal = await Journal.open(JournalSettings(path=Path(sys.argv[1])))
+        await journal.record_lease("job-theirs", "lease-1", {"n": 1})
+        print("open", flush=True)
+        await asyncio.sleep(120)  # held until the test kills this process
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_a_journal_another_agent_process_holds_is_refused_until_that_process_dies(
+    tmp_path: Path,
+) -> None:
+    # GIVEN an agent process with its journal open (the service), and its lease in it
+    path = tmp_path / "agent" / "journal.db"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_JOURNAL_SCRIPT, str(path)],
+                              stdout=subprocess.PIPE, text=True, env=badgeline_env())  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        # WHEN a second agent (the same command typed by hand) opens that journal
+        # THEN it is refused before its recovery can touch the first one's work
+        refusal = f"in use by another agent process \\(pid {holder.pid}\\)"
+        with pytest.raises(JournalInUseError, match=refusal):
+            second = await Journal.open(JournalSettings(path=path))
+            await second.close()  # reached only if it was let in
+    finally:
+        holder.kill()  # as a power cut or kill -9 would
+        holder.communicate()
+    # AND once that process is gone, however it died, the journal opens as it was
+    async with await Journal.open(JournalSettings(path=path)) as journal:
+        entry = await journal.get("job-theirs")
+        assert entry is not None and entry.state is LocalJobState.LEASED

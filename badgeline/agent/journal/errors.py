@@ -51,6 +51,10 @@ class JournalBusyError(JournalError):
     """Another connection held the journal locked for longer than the busy timeout."""
 
 
+class JournalInUseError(JournalError):
+    """Another process holds the journal (ownership.py): a second agent on it."""
+
+
 class JournalCorruptError(JournalError):
     """The journal file is not a readable SQLite database, or fails its quick check."""
 

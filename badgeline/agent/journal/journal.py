@@ -25,6 +25,7 @@ from badgeline.agent.journal.connection import (
 )
 from badgeline.agent.journal.errors import IllegalTransitionError, JournalError, UnknownLeaseError
 from badgeline.agent.journal.models import JournalEntry, PendingAck, RecoveryPlan
+from badgeline.agent.journal.ownership import JournalOwnership
 from badgeline.agent.journal.settings import JournalSettings
 from badgeline.agent.journal.states import (
     FINISHED_STATES,
@@ -73,25 +74,36 @@ class Journal:
         # Grants made by this process: recover() must not call its own
         # in-flight print uncertain.
         self._granted_here: set[tuple[str, str]] = set()
+        self._ownership: JournalOwnership | None = None
 
     @classmethod
     async def open(
         cls, settings: JournalSettings, *, clock: Callable[[], float] = time.time
     ) -> Journal:
-        opened = await open_database(settings, clock)
-        return cls(
+        ownership = JournalOwnership(settings.path)  # before recovery can touch anything
+        try:
+            opened = await open_database(settings, clock)
+        except BaseException:
+            ownership.release()
+            raise
+        journal = cls(
             opened.db,
             settings,
             clock,
             schema_version=opened.schema_version,
             moved_aside=opened.moved_aside,
         )
+        journal._ownership = ownership
+        return journal
 
     async def close(self) -> None:
         db, self._db = self._db, None
         if db is not None:
             async with self._lock:
                 await db.close()
+        ownership, self._ownership = self._ownership, None
+        if ownership is not None:
+            ownership.release()
 
     async def __aenter__(self) -> Journal:
         return self
