@@ -13,6 +13,7 @@ import collections
 import hashlib
 import secrets
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -87,27 +88,36 @@ def run(args: argparse.Namespace) -> int:
     venue = LocalVenue(args.out, coordinator_port=args.port)
     print(f"badgeline demo: starting a venue in {venue.root} …")
     try:
-        venue.start()
-        started = time.monotonic()
-        job_ids = submit_badges(venue, args.badges, run_tag=secrets.token_hex(4))
-        print(f"  submitted {len(job_ids)} badges")
-        _print_where_to_look(venue)
-        if not args.once:
-            print("\n  running; Ctrl-C to stop", flush=True)
-            # sigwait only returns for a blocked signal: unblocked, Ctrl-C went to
-            # Python's handler, which waited for sigwait to return, and it hung.
-            stop_signals = {signal.SIGINT, signal.SIGTERM}
-            signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
-            received = signal.sigwait(stop_signals)
-            print(f"\n  {signal.Signals(received).name}: stopping the venue", flush=True)
-            return 0
-        wait_until(lambda: not reconcile(venue, job_ids)["not_printed"], args.timeout,
-                   "every badge to print")  # fmt: skip
-        summary = reconcile(venue, job_ids)
-        print(f"\n  all {summary['accepted']} badges printed in "
-              f"{time.monotonic() - started:.1f} s; reconciliation at the printers:")  # fmt: skip
-        for key, value in summary.items():
-            print(f"    {key}: {value if isinstance(value, int) else len(value)}")
-        return 0 if not summary["printed_more_than_once"] else 1
+        return _run(venue, args)
+    except (RuntimeError, TimeoutError) as error:
+        # A part that would not start (a port in use), or badges that did not print
+        # in time: what went wrong, with the part's own last log lines, no traceback.
+        print(f"badgeline demo: {error}", file=sys.stderr)
+        return 1
     finally:
         venue.stop()
+
+
+def _run(venue: LocalVenue, args: argparse.Namespace) -> int:
+    venue.start()
+    started = time.monotonic()
+    job_ids = submit_badges(venue, args.badges, run_tag=secrets.token_hex(4))
+    print(f"  submitted {len(job_ids)} badges")
+    _print_where_to_look(venue)
+    if not args.once:
+        print("\n  running; Ctrl-C to stop", flush=True)
+        # sigwait only returns for a blocked signal: unblocked, Ctrl-C went to
+        # Python's handler, which waited for sigwait to return, and it hung.
+        stop_signals = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+        received = signal.sigwait(stop_signals)
+        print(f"\n  {signal.Signals(received).name}: stopping the venue", flush=True)
+        return 0
+    wait_until(lambda: not reconcile(venue, job_ids)["not_printed"], args.timeout,
+               "every badge to print")  # fmt: skip
+    summary = reconcile(venue, job_ids)
+    print(f"\n  all {summary['accepted']} badges printed in "
+          f"{time.monotonic() - started:.1f} s; reconciliation at the printers:")  # fmt: skip
+    for key, value in summary.items():
+        print(f"    {key}: {value if isinstance(value, int) else len(value)}")
+    return 0 if not summary["printed_more_than_once"] else 1

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -84,3 +85,27 @@ def test_the_demo_stops_on_ctrl_c_and_prints_again_when_run_a_second_time(
     assert finished.returncode == 0, f"{finished.stdout}\n{finished.stderr}"
     assert "all 4 badges printed" in finished.stdout, finished.stdout
     assert "printed_once: 4" in finished.stdout and "not_printed: 0" in finished.stdout
+
+
+def test_a_demo_that_cannot_start_says_why_in_a_line_and_leaves_nothing_running(
+    tmp_path: Path,
+) -> None:
+    # GIVEN the port the demo is told to use is taken
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = tmp_path / "demo-out"
+        # WHEN the demo starts on it
+        finished = subprocess.run(
+            [sys.executable, "-m", "badgeline.cli", "demo", "--once", "--port", str(port),
+             "--out", str(out)],
+            capture_output=True, text=True, timeout=DEMO_TIMEOUT_S,
+        )  # fmt: skip
+    # THEN it exits 1 with the coordinator's own reason, not a traceback
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    assert finished.stderr.startswith("badgeline demo: coordinator exited while starting")
+    assert f"cannot listen on 127.0.0.1:{port}" in finished.stderr
+    assert "Traceback" not in finished.stderr
+    leftovers = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True)
+    assert leftovers.stdout == "", leftovers.stdout
