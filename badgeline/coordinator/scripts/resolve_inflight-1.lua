@@ -15,7 +15,8 @@ local results = {}
 for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
   redis.call('ZREM', KEYS[1], job_id)
   local key = job_key(prefix, job_id)
-  local f = redis.call('HMGET', key, 'state', 'printer_id', 'inflight_decision', 'printed_by')
+  local f = redis.call('HMGET', key, 'state', 'printer_id', 'inflight_decision', 'printed_by',
+    'fence', 'inflight_fence')
   local decision_key = prefix .. 'failover:' .. (f[3] or '')
   local raw = redis.call('GET', decision_key)
   local decision = raw and cjson.decode(raw)
@@ -26,7 +27,9 @@ for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT
     if decision and f[4] and f[4] ~= decision['dead_printer_id'] then
       outcome = 'printed_elsewhere'
     end
-  elseif f[1] ~= 'printing' then
+  elseif f[1] ~= 'printing' or (f[6] and f[5] ~= f[6]) then
+    -- Not printing, or printing under a later grant (fence) than the attempt the
+    -- failover saw: that attempt came back, and the later one has its own ack.
     outcome = 'failed_back'
   else
     redis.call('SREM', printing_key(prefix, f[2]), job_id)

@@ -1,0 +1,72 @@
+"""The acknowledgement check (resolve_inflight) acts only on the print attempt
+the failover saw in flight. Driven through the store and the failover
+controller on the real Redis, with no app (so no monitor ticks beside the
+test); due times are fast-forwarded by writing a score of 0."""
+
+from __future__ import annotations
+
+from redis.asyncio import Redis
+
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.failover import FailoverController
+from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.routing import Route
+from badgeline.coordinator.store import JobStore
+from badgeline.protocol.agent_models import AckRequest, HeartbeatRequest, PrinterHealthReport
+from badgeline.protocol.models import PrintJob
+from badgeline.protocol.states import AckResult
+from tests.helpers import job_body
+
+
+async def beat(store: JobStore, printer_id: str, **health: object) -> None:
+    report = PrinterHealthReport.model_validate({"reachable": True, **health})
+    await store.heartbeat(
+        printer_id, HeartbeatRequest(agent_id=f"pi-{printer_id}", version="t", health=report)
+    )
+
+
+async def lease_and_start(store: JobStore, printer_id: str) -> str:
+    [leased] = await store.lease(printer_id, 1, "test")
+    granted = await store.grant_start(printer_id, leased["job_id"], leased["lease_id"], "test")
+    assert granted.granted
+    lease_id: str = leased["lease_id"]
+    return lease_id
+
+
+async def test_a_job_granted_again_elsewhere_is_left_printing_by_the_check(
+    redis: Redis, settings: CoordinatorSettings
+) -> None:
+    tuned = settings.model_copy(update={"ack_grace_s": 600.0, "max_attempts": 5})
+    store = JobStore(redis, tuned)
+    failover = FailoverController(store, tuned)
+    keys = VenueKeys(tuned.venue)
+    await beat(store, "printer-a")
+    await beat(store, "printer-b")
+    job = PrintJob.model_validate(job_body("printer-a"))
+    accepted = await store.accept(job, route=Route("printer-a"), correlation_id="c", actor="t")
+    job_id = accepted.job_id
+    # GIVEN printer-a printing the job when it jams: the failover schedules the check
+    first_lease = await lease_and_start(store, "printer-a")
+    await beat(store, "printer-a", jammed=True)
+    decision = await failover.execute("printer-a")
+    assert decision is not None and decision["inflight_job_ids"] == [job_id]
+    # AND its agent reports the attempt failed (the jam), the retry goes to printer-b,
+    # which is granted the job and is printing it when the grace period ends
+    failed = AckRequest(lease_id=first_lease, result=AckResult.FAILED, error="paper jam")
+    assert (await store.ack("printer-a", job_id, failed, "test")).state == "retrying"
+    await redis.zadd(keys.retry, {job_id: 0})
+    await failover.promote_retries_and_unpark()
+    await lease_and_start(store, "printer-b")
+    # WHEN the acknowledgement check for printer-a's attempt runs
+    await redis.zadd(keys.inflight_checks, {job_id: 0})
+    await failover.resolve_inflight()
+    # THEN printer-b's attempt is left alone: not re-dispatched, not flagged, still
+    # in printer-b's in-flight set (the one a failover of printer-b would check)
+    view = await store.get_job(job_id)
+    assert view is not None
+    assert (view.state, view.printer_id) == ("printing", "printer-b")
+    assert not view.possible_duplicate
+    assert await redis.smembers(keys.printing("printer-b")) == {job_id.encode()}
+    assert await redis.zcard(keys.parked) == 0
+    [resolved] = await failover.decisions()
+    assert resolved["inflight_resolution"] == {job_id: "failed_back"}
