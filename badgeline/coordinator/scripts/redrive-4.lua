@@ -6,7 +6,8 @@
 -- Returns {code, detail}: 1 queued, 2 suppressed (key taken by detail job id),
 --   3 still over the high-water mark, -1 not dead-lettered (detail = state), -2 no such job.
 local prefix = ARGV[1]
-local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id')
+local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id',
+  'idempotency_key', 'attendee_id')
 local state, printer_id, job_id = f[1], f[2], f[5]
 if not state then
   return {-2, 'not_found'}
@@ -16,8 +17,26 @@ if state ~= 'dead_lettered' and state ~= 'failed' then
 end
 local now = now_ms()
 local claimed = redis.call('GET', KEYS[2])
+local other = nil
 if claimed and string.sub(claimed, 1, #job_id + 1) ~= job_id .. '|' then
-  local other = string.sub(claimed, 1, string.find(claimed, '|', 1, true) - 1)
+  other = string.sub(claimed, 1, string.find(claimed, '|', 1, true) - 1)
+elseif not claimed then
+  -- The key expires with the dedupe window, and a dead letter can outlive it: a job
+  -- accepted under the same key (one of the attendee's jobs, not itself only shed)
+  -- still wins, or an end-of-day redrive prints a badge the attendee already has.
+  local ids = redis.call('SMEMBERS', prefix .. 'attendee:' .. (f[7] or ''))
+  table.sort(ids)
+  for _, id in ipairs(ids) do
+    if id ~= job_id then
+      local g = redis.call('HMGET', job_key(prefix, id), 'idempotency_key', 'dead_reason')
+      if g[1] == f[6] and g[2] ~= 'backpressure' then
+        other = id
+        break
+      end
+    end
+  end
+end
+if other then
   redis.call('ZREM', KEYS[3], job_id)
   transition(prefix, job_id, state, 'canceled', ARGV[4],
     'redrive suppressed: key already accepted as ' .. other, now)
