@@ -5,6 +5,7 @@ test); due times are fast-forwarded by writing a score of 0."""
 
 from __future__ import annotations
 
+import pytest
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
@@ -70,3 +71,33 @@ async def test_a_job_granted_again_elsewhere_is_left_printing_by_the_check(
     assert await redis.zcard(keys.parked) == 0
     [resolved] = await failover.decisions()
     assert resolved["inflight_resolution"] == {job_id: "failed_back"}
+
+
+@pytest.mark.parametrize("result", [AckResult.FAILED, AckResult.UNCERTAIN])
+async def test_a_job_a_drained_printer_fails_to_print_goes_to_a_healthy_one(
+    redis: Redis, settings: CoordinatorSettings, result: AckResult
+) -> None:
+    store = JobStore(redis, settings)
+    failover = FailoverController(store, settings)
+    keys = VenueKeys(settings.venue)
+    await beat(store, "printer-a")
+    await beat(store, "printer-b")
+    job = PrintJob.model_validate(job_body("printer-a"))
+    job_id = (
+        await store.accept(job, route=Route("printer-a"), correlation_id="c", actor="t")
+    ).job_id
+    first_lease = await lease_and_start(store, "printer-a")
+    # GIVEN printer-a drained by hand while printing (paused for good, as the drain route does)
+    seconds, _ = await redis.time()
+    await redis.hset(keys.printer("printer-a"), "paused_until_ms", (int(seconds) + 86400) * 1000)
+    assert await failover.execute("printer-a", mode="drain", reason="drained by test")
+    # WHEN its agent reports that print failed (or cannot tell), and the backoff is over
+    report = AckRequest(lease_id=first_lease, result=result, error="zombie spooler")
+    await store.ack("printer-a", job_id, report, "test")
+    await redis.zadd(keys.retry, {job_id: 0}, xx=True)
+    await failover.promote_retries_and_unpark()
+    # THEN it goes to the healthy printer, not back to the drained one's queue
+    view = await store.get_job(job_id)
+    assert view is not None
+    assert (view.state, view.printer_id) == ("queued", "printer-b")
+    assert await store.peek_queue("printer-b", 10) == [job_id]
