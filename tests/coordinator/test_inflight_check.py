@@ -101,3 +101,42 @@ async def test_a_job_a_drained_printer_fails_to_print_goes_to_a_healthy_one(
     assert view is not None
     assert (view.state, view.printer_id) == ("queued", "printer-b")
     assert await store.peek_queue("printer-b", 10) == [job_id]
+
+
+async def test_the_in_flight_and_parked_work_of_a_pool_stays_in_its_pool(
+    redis: Redis, settings: CoordinatorSettings
+) -> None:
+    pools = {"hall-a": ["printer-a", "printer-b"], "hall-b": ["printer-c"]}
+    tuned = settings.model_copy(update={"pools": pools})
+    store = JobStore(redis, tuned)
+    failover = FailoverController(store, tuned)
+    keys = VenueKeys(tuned.venue)
+    for printer_id in ("printer-a", "printer-b", "printer-c"):
+        await beat(store, printer_id)
+
+    async def submit(printer_id: str) -> str:
+        job = PrintJob.model_validate(job_body(printer_id))
+        return (
+            await store.accept(job, route=Route(printer_id), correlation_id="c", actor="t")
+        ).job_id
+
+    # GIVEN printer-a printing a job when it jams, and its pool peer busier than hall-b's printer
+    in_flight = await submit("printer-a")
+    await lease_and_start(store, "printer-a")
+    waiting = [await submit("printer-b"), await submit("printer-b")]
+    await beat(store, "printer-a", jammed=True)
+    assert await failover.execute("printer-a", targets=await failover.candidates("printer-a"))
+    # WHEN its acknowledgement check re-dispatches the job
+    await redis.zadd(keys.inflight_checks, {in_flight: 0})
+    await failover.resolve_inflight()
+    # THEN it goes to its pool peer, as the failover's moves do
+    view = await store.get_job(in_flight)
+    assert view is not None and (view.state, view.printer_id) == ("queued", "printer-b")
+    # AND when the pool peer dies too, its work is parked, not sent to the other hall
+    await beat(store, "printer-b", jammed=True)
+    assert await failover.execute("printer-b", targets=await failover.candidates("printer-b"))
+    await failover.promote_retries_and_unpark()
+    for job_id in [in_flight, *waiting]:
+        parked = await store.get_job(job_id)
+        assert parked is not None and parked.state == "parked", parked
+    assert await store.peek_queue("printer-c", 10) == []
