@@ -1,7 +1,10 @@
-"""The acknowledgement check (resolve_inflight) acts only on the print attempt
-the failover saw in flight. Driven through the store and the failover
-controller on the real Redis, with no app (so no monitor ticks beside the
-test); due times are fast-forwarded by writing a score of 0."""
+"""What happens to a failed-over printer's work after the failover: the
+acknowledgement check (resolve_inflight) acts only on the print attempt the
+failover saw in flight, and retries, uncertain reports and unparked jobs go
+where a failover would send them (a healthy, unpaused printer of the job's
+pool). Driven through the store and the failover controller on the real Redis,
+with no app (so no monitor ticks beside the test); due times are fast-forwarded
+by writing a score of 0."""
 
 from __future__ import annotations
 
