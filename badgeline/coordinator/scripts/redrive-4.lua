@@ -3,7 +3,7 @@
 -- KEYS[1] job hash  KEYS[2] idempotency key  KEYS[3] dead-letter zset  KEYS[4] acceptance seq
 -- ARGV[1] prefix  ARGV[2] dedupe ttl s  ARGV[3] high water  ARGV[4] actor  ARGV[5] wake channel
 -- Counts the job into the reports (includes/tally.lua) in the same step.
--- Returns {code, detail}: 1 queued, 2 suppressed (key taken by detail job id),
+-- Returns {code, detail}: 1 queued, 2 suppressed (key taken by, or reprinted as, detail job id),
 --   3 still over the high-water mark, -1 not dead-lettered (detail = state), -2 no such job.
 local prefix = ARGV[1]
 local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id',
@@ -17,29 +17,37 @@ if state ~= 'dead_lettered' and state ~= 'failed' then
 end
 local now = now_ms()
 local claimed = redis.call('GET', KEYS[2])
-local other = nil
+local other, why = nil, 'key already accepted as '
 if claimed and string.sub(claimed, 1, #job_id + 1) ~= job_id .. '|' then
   other = string.sub(claimed, 1, string.find(claimed, '|', 1, true) - 1)
-elseif not claimed then
-  -- The key expires with the dedupe window, and a dead letter can outlive it: a job
-  -- accepted under the same key (one of the attendee's jobs, not itself only shed)
-  -- still wins, or an end-of-day redrive prints a badge the attendee already has.
+else
+  -- Among the attendee's jobs (each accepted, not only shed): a reprint of this
+  -- one, which the desk made because it failed, is its badge; and once the key
+  -- has expired with the dedupe window (a dead letter can outlive it), a job
+  -- accepted under the same key still wins. Else an end-of-day redrive prints a
+  -- badge the attendee already has.
   local ids = redis.call('SMEMBERS', prefix .. 'attendee:' .. (f[7] or ''))
   table.sort(ids)
   for _, id in ipairs(ids) do
     if id ~= job_id then
-      local g = redis.call('HMGET', job_key(prefix, id), 'idempotency_key', 'dead_reason')
-      if g[1] == f[6] and g[2] ~= 'backpressure' then
-        other = id
-        break
+      local g = redis.call('HMGET', job_key(prefix, id), 'idempotency_key', 'dead_reason',
+        'reprint_of')
+      if g[2] ~= 'backpressure' then
+        if g[3] == job_id then
+          other, why = id, 'reprinted as '
+          break
+        elseif not claimed and g[1] == f[6] then
+          other = id
+          break
+        end
       end
     end
   end
 end
 if other then
   redis.call('ZREM', KEYS[3], job_id)
-  transition(prefix, job_id, state, 'canceled', ARGV[4],
-    'redrive suppressed: key already accepted as ' .. other, now)
+  transition(prefix, job_id, state, 'canceled', ARGV[4], 'redrive suppressed: ' .. why .. other,
+    now)
   tally(prefix, job_id)
   return {2, other}
 end
