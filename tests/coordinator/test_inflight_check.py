@@ -143,3 +143,32 @@ async def test_the_in_flight_and_parked_work_of_a_pool_stays_in_its_pool(
         parked = await store.get_job(job_id)
         assert parked is not None and parked.state == "parked", parked
     assert await store.peek_queue("printer-c", 10) == []
+
+
+async def test_a_dead_letter_redriven_while_its_printer_is_dead_is_parked(
+    redis: Redis, settings: CoordinatorSettings
+) -> None:
+    tuned = settings.model_copy(update={"max_attempts": 1})
+    store = JobStore(redis, tuned)
+    failover = FailoverController(store, tuned)
+    await beat(store, "printer-a")
+    job = PrintJob.model_validate(job_body("printer-a"))
+    job_id = (
+        await store.accept(job, route=Route("printer-a"), correlation_id="c", actor="t")
+    ).job_id
+    first_lease = await lease_and_start(store, "printer-a")
+    failed = AckRequest(lease_id=first_lease, result=AckResult.FAILED, error="paper jam")
+    assert (await store.ack("printer-a", job_id, failed, "test")).state == "failed"
+    # GIVEN its printer dead and failed over, and no other printer up
+    await beat(store, "printer-a", jammed=True)
+    assert await failover.execute("printer-a") is not None
+    # WHEN the operator redrives the dead letter
+    assert (await store.redrive(job_id, "operator:ops")).outcome == "queued"
+    # AND another printer comes up
+    await beat(store, "printer-b")
+    await failover.promote_retries_and_unpark()
+    # THEN the job goes to it, as an accepted job parked for a dead printer would,
+    # instead of waiting in the dead printer's queue for that printer to come back
+    view = await store.get_job(job_id)
+    assert view is not None and (view.state, view.printer_id) == ("queued", "printer-b")
+    assert await store.peek_queue("printer-a", 10) == []
