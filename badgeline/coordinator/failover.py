@@ -71,6 +71,19 @@ class FailoverController:
             known = [_text(p) for p in await self.store.redis.smembers(self.keys.printers)]
         return sorted(p for p in known if p != printer_id)
 
+    async def candidates_by_printer(self, known: list[str] | None = None) -> str:
+        """For the scripts that dispatch jobs of many printers at once (resolve_inflight,
+        promote_retries, unpark): JSON {printer: its pool's printers} for the printers
+        of configured pools, '*': every printer. A job follows the same rule as a
+        failover's moves: it stays in its printer's pool."""
+        if known is None:
+            known = [_text(p) for p in await self.store.redis.smembers(self.keys.printers)]
+        by_printer: dict[str, list[str]] = {"*": sorted(known)}
+        for members in self.settings.pools.values():
+            for printer_id in members:
+                by_printer.setdefault(printer_id, list(members))
+        return json.dumps(by_printer)
+
     async def check_heartbeats(self) -> FleetCheck:
         k = self.keys
         reply = await self.store.scripts["check_heartbeats"](
@@ -147,7 +160,7 @@ class FailoverController:
     async def resolve_inflight(self, known: list[str] | None = None) -> None:
         reply = await self.store.scripts["resolve_inflight"](
             [self.keys.inflight_checks],
-            [self.keys.prefix, json.dumps(await self.candidates(known=known)),
+            [self.keys.prefix, await self.candidates_by_printer(known),
              self.settings.high_water_mark,
              self.settings.failover_policy, ACTOR, self.keys.wake_channel],
         )  # fmt: skip
@@ -161,7 +174,7 @@ class FailoverController:
 
     async def promote_retries_and_unpark(self, known: list[str] | None = None) -> None:
         k = self.keys
-        everyone = json.dumps(await self.candidates(known=known))
+        everyone = await self.candidates_by_printer(known)
         promoted = await self.store.scripts["promote_retries"](
             [k.retry], [k.prefix, everyone, self.settings.high_water_mark, ACTOR, k.wake_channel]
         )

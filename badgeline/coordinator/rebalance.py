@@ -36,11 +36,16 @@ async def rebalance(coordinator: Coordinator, actor: str) -> list[dict[str, str]
     depths = await _depths(coordinator, printers)
     receivers = await _healthy(coordinator, printers)
     moves: list[dict[str, str]] = []
-    while receivers:
-        source = max(depths, key=lambda p: depths[p])
-        target = min(receivers, key=lambda p: depths[p])
-        if source == target or depths[source] - depths[target] < SKEW_MARGIN:
-            break
+    sources = list(printers)
+    while receivers and sources:
+        source = max(sources, key=lambda p: depths[p])
+        # A job stays in its printer's pool, as in a failover (its pool peers, else any).
+        peers = set(await coordinator.failover.candidates(source, printers))
+        allowed = [p for p in receivers if p in peers]
+        target = min(allowed, key=lambda p: depths[p]) if allowed else None
+        if target is None or depths[source] - depths[target] < SKEW_MARGIN:
+            sources.remove(source)  # nothing to gain here; another pool may still be skewed
+            continue
         tail = await store.redis.zrange(store.keys.queue(source), -1, -1)
         if not tail:
             break

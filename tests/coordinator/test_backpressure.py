@@ -7,10 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp.test_utils import TestClient
+from redis.asyncio import Redis
 
+from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.keys import VenueKeys
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
-from tests.helpers import job_body
+from tests.helpers import job_body, wait_for
 
 MARK = 5
 Client = TestClient[Any, Any]
@@ -98,6 +101,37 @@ async def test_redrive_of_a_job_whose_key_was_accepted_again_is_suppressed(
     # AND a second redrive does nothing
     again = await flows.redrive(client, shed["job_id"])
     assert again[shed["job_id"]]["outcome"] == "not_dead_lettered"
+
+
+async def test_a_dead_letter_outliving_the_dedupe_window_is_still_suppressed(
+    make_client: MakeClient, redis: Redis, settings: CoordinatorSettings
+) -> None:
+    client = await make_client(high_water_mark=MARK)
+    await _fill(client)
+    body = job_body()
+    shed = await _shed(client, body)
+    # GIVEN the kiosk's retry of the same key was accepted and printed
+    await _drain(client)
+    retried = await flows.expect(await client.post("/v1/jobs", json=body, headers=flows.KIOSK),
+                                 201)  # fmt: skip
+    leased = await flows.lease_one(client)
+    assert leased["job_id"] == retried["job_id"]
+    await flows.start(client, leased["job_id"], leased["lease_id"])
+    await flows.ack(client, leased["job_id"], leased["lease_id"])
+    # AND the dedupe window has passed (the key's TTL runs out), the dead letter still listed
+    key = VenueKeys(settings.venue).idempotency(body["idempotency_key"])
+    await redis.pexpire(key, 1)
+    await wait_for(lambda: _gone(redis, key))
+    # WHEN the operator redrives the dead letter
+    outcome = (await flows.redrive(client, shed["job_id"]))[shed["job_id"]]
+    # THEN it is suppressed in favour of the printed job: the attendee gets one badge
+    assert outcome["outcome"] == "suppressed" and outcome["detail"] == retried["job_id"]
+    assert await flows.queue_ids(client) == []
+    assert (await flows.get_job(client, shed["job_id"]))["state"] == "canceled"
+
+
+async def _gone(redis: Redis, key: str) -> bool:
+    return not await redis.exists(key)
 
 
 async def test_the_same_key_shed_twice_is_redriven_once(make_client: MakeClient) -> None:

@@ -17,6 +17,7 @@ from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.keys import VenueKeys
 from badgeline.coordinator.store import JobStore
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
+from tests.coordinator.conftest import MakeClient
 from tests.helpers import job_body, wait_for
 
 OPS = auth(OPERATOR_TOKEN)
@@ -225,6 +226,21 @@ async def test_rebalance_moves_the_tail_of_a_skewed_queue(fleet: TestClient[Any,
     assert {m["job_id"] for m in result["moved"]} == set(ids[3:])
     printers = await (await fleet.get("/v1/printers", headers=OPS)).json()
     assert sorted(p["queue_depth"] for p in printers["printers"]) == [3, 3, 3]
+
+
+async def test_rebalance_keeps_jobs_in_their_printers_pool(make_client: MakeClient) -> None:
+    pools = {"hall-a": ["printer-a", "printer-b"], "hall-b": ["printer-c"]}
+    client = await make_client(pools=pools, heartbeat_interval_s=30.0)
+    for printer_id in ("printer-a", "printer-b", "printer-c"):
+        await beat(client, printer_id)
+    ids = await submit(client, "printer-a", 6)
+    result = await (await client.post("/v1/rebalance", headers=OPS)).json()
+    # THEN the tail of printer-a's queue goes to its pool peer only, as a failover would
+    assert {m["to"] for m in result["moved"]} == {"printer-b"}
+    assert {m["job_id"] for m in result["moved"]} == set(ids[3:])
+    printers = await (await client.get("/v1/printers", headers=OPS)).json()
+    depth = {p["printer_id"]: p["queue_depth"] for p in printers["printers"]}
+    assert depth == {"printer-a": 3, "printer-b": 3, "printer-c": 0}
 
 
 async def test_full_or_dead_printer_spills_to_a_healthy_peer(

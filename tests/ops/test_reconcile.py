@@ -93,3 +93,21 @@ async def test_a_repeated_ack_and_a_duplicate_submission_are_counted_once(venue:
     counts = (await venue.ops("GET", "/v1/reconcile?deadline_s=0"))["counts"]
     # THEN one job was accepted and printed once
     assert (counts["accepted"], counts["printed"], counts["unaccounted"]) == (1, 1, 0)
+
+
+async def test_a_canceled_job_whose_late_ack_says_it_printed_counts_once(venue: Venue) -> None:
+    # GIVEN a job whose agent could not tell whether it printed: sent again, and
+    # the operator cancels the second copy (the attendee has a badge)
+    agent = venue.agent("printer-a")
+    await agent.heartbeat()
+    (job_id,) = await venue.submit("printer-a")
+    first = (await agent.lease())[0]
+    await agent.start(first)
+    await agent.ack(first, "uncertain", error="link lost after the grant")
+    await venue.ops("POST", f"/v1/jobs/{job_id}/cancel")
+    # WHEN the first attempt's late report says the badge did come out
+    await agent.ack(first)
+    # THEN the job counts once, as printed, and the numbers add up
+    counts = (await venue.ops("GET", "/v1/reconcile?deadline_s=0"))["counts"]
+    assert (counts["accepted"], counts["printed"], counts["canceled"]) == (1, 1, 0)
+    assert counts["unaccounted"] == 0

@@ -4,6 +4,7 @@ reason and the operator first in its history; the original never changes."""
 from __future__ import annotations
 
 from tests.conftest import KIOSK_TOKEN, auth
+from tests.ops.conftest import MakeVenue
 from tests.ops.venue import Venue
 
 
@@ -84,3 +85,25 @@ async def test_a_mistyped_target_printer_is_refused_and_nothing_is_queued(venue:
     assert "known: printer-a" in typo.err
     jobs = await venue.cli_ok("jobs", "--attendee", (await venue.job(original_id))["attendee_id"])
     assert original_id in jobs.out and len(jobs.out.strip().splitlines()) == 2  # header + it
+
+
+async def test_a_failed_job_reprinted_at_the_desk_is_not_redriven_too(
+    make_venue: MakeVenue,
+) -> None:
+    # GIVEN a job that failed for good (dead-lettered), reprinted for the attendee
+    venue = await make_venue(max_attempts=1)
+    agent = venue.agent("printer-a")
+    await agent.heartbeat()
+    (job_id,) = await venue.submit("printer-a")
+    leased = (await agent.lease())[0]
+    await agent.start(leased)
+    await agent.ack(leased, "failed", error="paper jam")
+    assert (await venue.job(job_id))["state"] == "failed"
+    reprint = await venue.ops("POST", f"/v1/jobs/{job_id}/reprint", {"reason": "at the desk"})
+    # WHEN the operator re-drives the stragglers (the whole dead-letter list)
+    results = (await venue.ops("POST", "/v1/dead-letters/redrive", {}))["results"]
+    # THEN the original is not put back in line: the reprint is its badge
+    assert results == [{"job_id": job_id, "outcome": "suppressed", "detail": reprint["job_id"]}]
+    assert (await venue.job(job_id))["state"] == "canceled"
+    assert await agent.print_next() == reprint["job_id"]
+    assert await agent.lease() == []

@@ -88,10 +88,13 @@ if result == 'uncertain' then
   redis.call('HSET', KEYS[1], 'possible_duplicate', 1, 'lease_id', '')
   transition(prefix, job_id, state, 'queued', ARGV[7],
     'agent cannot tell whether it printed (' .. ARGV[5] .. '); re-dispatched', now)
-  if redis.call('HGET', printer_key(prefix, current_printer), 'state') == 'dead' then
-    -- Its printer died, and its failover may already have run: a job queued
-    -- there would wait for it to recover. Parked, it goes to the first healthy one.
-    park_job(prefix, job_id, 'queued', ARGV[7], 'printer ' .. current_printer .. ' is dead', now)
+  local p = redis.call('HMGET', printer_key(prefix, current_printer), 'state', 'paused_until_ms')
+  if p[1] == 'dead' or tonumber(p[2] or '0') > now then
+    -- Its printer died (its failover may already have run) or is paused (a drain
+    -- pauses it for good): a job queued there would wait for it to come back.
+    -- Parked, it goes to the first healthy one.
+    park_job(prefix, job_id, 'queued', ARGV[7],
+      'printer ' .. current_printer .. ' is dead or paused', now)
     return answer(1, 'parked')
   end
   enqueue(prefix, job_id, current_printer, tonumber(f[4]), ARGV[8])

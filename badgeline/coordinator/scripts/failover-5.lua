@@ -69,10 +69,14 @@ for _, job in ipairs(jobs) do
 end
 
 -- The job being printed may or may not have come out: wait for its ack first.
+-- Its fence names this print attempt: the check must leave alone a later grant
+-- of the same job (failed ack, retry, printing again) that the grace period overlaps.
 local inflight = redis.call('SMEMBERS', KEYS[4])
 for _, job_id in ipairs(inflight) do
   redis.call('ZADD', prefix .. 'inflight_checks', now + tonumber(ARGV[7]), job_id)
-  redis.call('HSET', job_key(prefix, job_id), 'inflight_decision', decision_id)
+  local fence = redis.call('HGET', job_key(prefix, job_id), 'fence') or '0'
+  redis.call('HSET', job_key(prefix, job_id), 'inflight_decision', decision_id,
+    'inflight_fence', fence)
 end
 
 local decision = {

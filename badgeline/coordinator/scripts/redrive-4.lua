@@ -3,10 +3,12 @@
 -- KEYS[1] job hash  KEYS[2] idempotency key  KEYS[3] dead-letter zset  KEYS[4] acceptance seq
 -- ARGV[1] prefix  ARGV[2] dedupe ttl s  ARGV[3] high water  ARGV[4] actor  ARGV[5] wake channel
 -- Counts the job into the reports (includes/tally.lua) in the same step.
--- Returns {code, detail}: 1 queued, 2 suppressed (key taken by detail job id),
+-- Returns {code, detail}: 1 queued (detail 'parked' when its printer is dead and no
+--   peer can take it), 2 suppressed (key taken by, or reprinted as, detail job id),
 --   3 still over the high-water mark, -1 not dead-lettered (detail = state), -2 no such job.
 local prefix = ARGV[1]
-local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id')
+local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id',
+  'idempotency_key', 'attendee_id')
 local state, printer_id, job_id = f[1], f[2], f[5]
 if not state then
   return {-2, 'not_found'}
@@ -16,26 +18,53 @@ if state ~= 'dead_lettered' and state ~= 'failed' then
 end
 local now = now_ms()
 local claimed = redis.call('GET', KEYS[2])
+local other, why = nil, 'key already accepted as '
 if claimed and string.sub(claimed, 1, #job_id + 1) ~= job_id .. '|' then
-  local other = string.sub(claimed, 1, string.find(claimed, '|', 1, true) - 1)
+  other = string.sub(claimed, 1, string.find(claimed, '|', 1, true) - 1)
+else
+  -- Among the attendee's jobs (each accepted, not only shed): a reprint of this
+  -- one, which the desk made because it failed, is its badge; and once the key
+  -- has expired with the dedupe window (a dead letter can outlive it), a job
+  -- accepted under the same key still wins. Else an end-of-day redrive prints a
+  -- badge the attendee already has.
+  local ids = redis.call('SMEMBERS', prefix .. 'attendee:' .. (f[7] or ''))
+  table.sort(ids)
+  for _, id in ipairs(ids) do
+    if id ~= job_id then
+      local g = redis.call('HMGET', job_key(prefix, id), 'idempotency_key', 'dead_reason',
+        'reprint_of')
+      if g[2] ~= 'backpressure' then
+        if g[3] == job_id then
+          other, why = id, 'reprinted as '
+          break
+        elseif not claimed and g[1] == f[6] then
+          other = id
+          break
+        end
+      end
+    end
+  end
+end
+if other then
   redis.call('ZREM', KEYS[3], job_id)
-  transition(prefix, job_id, state, 'canceled', ARGV[4],
-    'redrive suppressed: key already accepted as ' .. other, now)
+  transition(prefix, job_id, state, 'canceled', ARGV[4], 'redrive suppressed: ' .. why .. other,
+    now)
   tally(prefix, job_id)
   return {2, other}
 end
 local high_water = tonumber(ARGV[3])
-if redis.call('HGET', printer_key(prefix, printer_id), 'state') == 'dead' then
+local dead = redis.call('HGET', printer_key(prefix, printer_id), 'state') == 'dead'
+if dead then
   -- Its printer died meanwhile: send it to a healthy peer instead of a dead queue.
   local peer = pick_target(prefix, redis.call('SMEMBERS', prefix .. 'printers'), high_water, now,
     printer_id)
   if peer then
-    printer_id = peer
+    printer_id, dead = peer, false
     redis.call('HSET', KEYS[1], 'printer_id', peer)
   end
 end
 local depth = redis.call('ZCARD', queue_key(prefix, printer_id))
-if depth >= high_water then
+if not dead and depth >= high_water then
   return {3, tostring(depth)}
 end
 local seq = redis.call('INCR', KEYS[4])
@@ -45,6 +74,14 @@ redis.call('HDEL', KEYS[1], 'dead_reason', 'dead_ms')
 redis.call('SET', KEYS[2], job_id .. '|' .. f[4], 'EX', tonumber(ARGV[2]))
 redis.call('ZREM', KEYS[3], job_id)
 transition(prefix, job_id, state, 'queued', ARGV[4], 'redriven from the dead-letter list', now)
+if dead then
+  -- No peer can take it, and a dead printer's queue moves only at its next
+  -- failover: parked (as accept does), it goes to the first healthy printer.
+  park_job(prefix, job_id, 'queued', ARGV[4],
+    'printer ' .. printer_id .. ' is dead and no peer can take it', now)
+  tally(prefix, job_id)
+  return {1, 'parked'}
+end
 enqueue(prefix, job_id, printer_id, score, ARGV[5])
 tally(prefix, job_id)
 return {1, 'queued'}

@@ -3,7 +3,8 @@
 -- unacked ones are re-dispatched flagged possible_duplicate, or held, by policy.
 --
 -- KEYS[1] inflight check zset (job_id -> due ms)
--- ARGV[1] prefix  ARGV[2] candidate printer ids (JSON)  ARGV[3] high water
+-- ARGV[1] prefix  ARGV[2] candidates by printer (JSON {printer: [ids], '*': [ids]})
+-- ARGV[3] high water
 -- ARGV[4] policy: reprint | hold  ARGV[5] actor  ARGV[6] wake channel
 -- Returns a flat list {job_id, decision_id, outcome, printer_id, ...}; outcome is
 --   acked (printed by the dead printer) | printed_elsewhere (another printer printed it
@@ -12,10 +13,12 @@
 local prefix = ARGV[1]
 local now = now_ms()
 local results = {}
+local by_printer = cjson.decode(ARGV[2])
 for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
   redis.call('ZREM', KEYS[1], job_id)
   local key = job_key(prefix, job_id)
-  local f = redis.call('HMGET', key, 'state', 'printer_id', 'inflight_decision', 'printed_by')
+  local f = redis.call('HMGET', key, 'state', 'printer_id', 'inflight_decision', 'printed_by',
+    'fence', 'inflight_fence')
   local decision_key = prefix .. 'failover:' .. (f[3] or '')
   local raw = redis.call('GET', decision_key)
   local decision = raw and cjson.decode(raw)
@@ -26,7 +29,9 @@ for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT
     if decision and f[4] and f[4] ~= decision['dead_printer_id'] then
       outcome = 'printed_elsewhere'
     end
-  elseif f[1] ~= 'printing' then
+  elseif f[1] ~= 'printing' or (f[6] and f[5] ~= f[6]) then
+    -- Not printing, or printing under a later grant (fence) than the attempt the
+    -- failover saw: that attempt came back, and the later one has its own ack.
     outcome = 'failed_back'
   else
     redis.call('SREM', printing_key(prefix, f[2]), job_id)
@@ -37,7 +42,8 @@ for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT
       outcome = 'held'
     else
       redis.call('HSET', key, 'possible_duplicate', 1)
-      local target = pick_target(prefix, cjson.decode(ARGV[2]), tonumber(ARGV[3]), now, f[2])
+      local target = pick_target(prefix, pool_candidates(by_printer, f[2]), tonumber(ARGV[3]),
+        now, f[2])
       if target then
         move_job(prefix, job_id, 'printing', target, ARGV[5],
           why .. '; re-dispatched to ' .. target .. ' as a possible duplicate', now, ARGV[6])

@@ -117,6 +117,12 @@ local function pick_target(prefix, candidates, high_water, now, exclude)
   return best
 end
 
+-- The printers a job of `printer_id` may be dispatched to, from a map built by
+-- FailoverController.candidates_by_printer: its pool's printers, else '*' (every one).
+local function pool_candidates(by_printer, printer_id)
+  return by_printer[printer_id or ''] or by_printer['*']
+end
+
 -- Put an existing job on another printer's queue, keeping its id, key and score
 -- (so it keeps its place in priority-then-arrival order).
 local function move_job(prefix, job_id, from_state, target, actor, reason, now, wake_channel)

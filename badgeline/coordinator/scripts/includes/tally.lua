@@ -51,6 +51,12 @@ local function tally(prefix, job_id)
     local hour = math.floor(tonumber(f[3] or f[2]) / 3600000) * 3600
     redis.call('HINCRBY', prefix .. 'stats:by_hour', tostring(hour), 1)
     redis.call('HINCRBY', prefix .. 'stats:by_source', f[5] or 'unknown', 1)
+    -- Canceled, then a late ack from an earlier grant says it printed: the print is
+    -- the fact, and a job counted both ways leaves accepted short of its finishes.
+    if f[16] == '1' then
+      redis.call('HSET', job, 'tally_canceled', 0)
+      redis.call('HINCRBY', totals, 'canceled', -1)
+    end
   end
 
   -- Each failed attempt leaves its lease in failed_lease: count each lease once.
