@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import signal
 import socket
 import subprocess
@@ -132,7 +133,15 @@ def test_a_start_up_failure_is_said_even_at_log_level_error(
         agent_main.add_arguments(parser)
         args = parser.parse_args(["--config", str(config), "--state-dir", str(tmp_path / "s")])
         # WHEN it starts THEN it exits 1 and says why
-        assert agent_main.run(args) == 1
+        root = logging.getLogger()
+        level, handlers = root.level, root.handlers[:]
+        try:
+            assert agent_main.run(args) == 1
+        finally:
+            # run() configures this process's logging (level ERROR, its own handler):
+            # put it back, or later tests' log records go nowhere.
+            root.setLevel(level)
+            root.handlers[:] = handlers
     err = capsys.readouterr().err
     assert "badgeline agent: cannot start: " in err and "address already in use" in err
 
