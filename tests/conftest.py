@@ -3,6 +3,7 @@ ships), the coordinator app on a real socket, and clean up after themselves."""
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -67,3 +68,14 @@ def settings(redis_server: EmbeddedRedis, tmp_path: Path) -> CoordinatorSettings
         retry_backoff_unit_s=0.01,
         mdns=False,  # the mDNS tests start their own adverts and browsers
     )
+
+
+@pytest.fixture
+def own_root_logging() -> Iterator[None]:
+    """For a test that runs a command's run() in this process: run() configures the
+    process's logging (root level and handler), which must not outlive the test."""
+    root = logging.getLogger()
+    level, handlers = root.level, root.handlers[:]
+    yield
+    root.setLevel(level)
+    root.handlers[:] = handlers

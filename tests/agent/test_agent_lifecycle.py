@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import signal
 import socket
 import subprocess
@@ -116,6 +115,7 @@ def test_a_config_error_exits_2_naming_the_key(
     assert "prefetch" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("own_root_logging")  # run() sets the level to ERROR
 def test_a_start_up_failure_is_said_even_at_log_level_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -133,15 +133,7 @@ def test_a_start_up_failure_is_said_even_at_log_level_error(
         agent_main.add_arguments(parser)
         args = parser.parse_args(["--config", str(config), "--state-dir", str(tmp_path / "s")])
         # WHEN it starts THEN it exits 1 and says why
-        root = logging.getLogger()
-        level, handlers = root.level, root.handlers[:]
-        try:
-            assert agent_main.run(args) == 1
-        finally:
-            # run() configures this process's logging (level ERROR, its own handler):
-            # put it back, or later tests' log records go nowhere.
-            root.setLevel(level)
-            root.handlers[:] = handlers
+        assert agent_main.run(args) == 1
     err = capsys.readouterr().err
     assert "badgeline agent: cannot start: " in err and "address already in use" in err
 

@@ -67,6 +67,7 @@ async def test_a_redis_that_never_comes_fails_the_start_after_the_wait(
             pass
 
 
+@pytest.mark.usefixtures("own_root_logging")  # run() configures the process's logging
 def test_the_coordinator_command_then_exits_1_with_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
