@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
-from collections.abc import Awaitable, Callable
+import socket
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 
@@ -32,3 +34,12 @@ async def wait_for(
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"condition not met within {timeout_s}s (last: {result!r})")
         await asyncio.sleep(interval_s)
+
+
+@contextlib.contextmanager
+def taken_port() -> Iterator[int]:
+    """A loopback port something is listening on, for as long as the block runs."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]

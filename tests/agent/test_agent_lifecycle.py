@@ -7,7 +7,6 @@ import argparse
 import asyncio
 import json
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from badgeline.emulator import PrinterEmulator
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
 from tests.agent.relay import ReplyHoldingRelay
 from tests.conftest import agent_token
-from tests.helpers import wait_for
+from tests.helpers import taken_port, wait_for
 
 
 async def test_a_stop_finishes_the_badge_in_hand_and_the_next_start_prints_the_rest(
@@ -120,13 +119,11 @@ def test_a_start_up_failure_is_said_even_at_log_level_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN an agent whose status port is taken, logging errors only
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
+    with taken_port() as port:
         config = tmp_path / "agent.toml"
         config.write_text(
             'printer_id = "printer-a"\ntoken = "t"\ncoordinator_url = "http://127.0.0.1:9"\n'
-            f'mdns = false\nlog_level = "ERROR"\nstatus_port = {taken.getsockname()[1]}\n'
+            f'mdns = false\nlog_level = "ERROR"\nstatus_port = {port}\n'
             '[printer]\nkind = "emulator"\nhost = "127.0.0.1"\nport = 9\n'
         )
         parser = argparse.ArgumentParser()

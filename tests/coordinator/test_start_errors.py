@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import aiohttp
 
 from badgeline.coordinator.redis_server import free_port
-from tests.helpers import wait_for
+from tests.helpers import taken_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,10 +45,7 @@ def test_a_port_in_use_is_one_line_naming_it_and_the_embedded_server_stops(
     tmp_path: Path,
 ) -> None:
     # GIVEN something already listening on the coordinator's port
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         result = subprocess.run(
             _coordinator(tmp_path, f"listen_port = {port}\n"), cwd=tmp_path, env=_env(),
             capture_output=True, text=True, timeout=60,

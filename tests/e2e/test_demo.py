@@ -12,12 +12,13 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+from tests.helpers import taken_port
 
 DEMO_TIMEOUT_S = 120
 EMULATOR_LINE = re.compile(r"(printer-\w+):\s+emulator control (http://\S+)/printed")
@@ -91,10 +92,7 @@ def test_a_demo_that_cannot_start_says_why_in_a_line_and_leaves_nothing_running(
     tmp_path: Path,
 ) -> None:
     # GIVEN the port the demo is told to use is taken
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         out = tmp_path / "demo-out"
         # WHEN the demo starts on it
         finished = subprocess.run(
