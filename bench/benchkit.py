@@ -200,6 +200,18 @@ def job_bodies(count: int, printers: Sequence[str], tag: str) -> list[bytes]:
     ]  # fmt: skip
 
 
+async def _post(
+    session: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str]
+) -> int:
+    """One kiosk POST, its answer read whole; status 0 = no response."""
+    try:
+        async with session.post(url, data=body, headers=headers) as response:
+            await response.read()
+            return response.status
+    except (aiohttp.ClientError, TimeoutError):
+        return 0
+
+
 async def post_all(
     session: aiohttp.ClientSession, url: str, bodies: Sequence[bytes], concurrency: int
 ) -> tuple[Counter[int], list[float]]:
@@ -212,12 +224,7 @@ async def post_all(
     async def worker() -> None:
         for index in indices:
             started = time.perf_counter()
-            try:
-                async with session.post(url, data=bodies[index], headers=headers) as response:
-                    await response.read()
-                    status = response.status
-            except (aiohttp.ClientError, TimeoutError):
-                status = 0
+            status = await _post(session, url, bodies[index], headers)
             latencies.append((time.perf_counter() - started) * 1000)
             statuses[status] += 1
 
@@ -247,12 +254,7 @@ async def post_paced(
         due = start + index / rate
         await asyncio.sleep(max(0.0, due - time.perf_counter()))
         async with clients:
-            try:
-                async with session.post(url, data=bodies[index], headers=headers) as response:
-                    await response.read()
-                    status = response.status
-            except (aiohttp.ClientError, TimeoutError):
-                status = 0
+            status = await _post(session, url, bodies[index], headers)
         latencies.append((time.perf_counter() - due) * 1000)
         statuses[status] += 1
 

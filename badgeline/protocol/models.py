@@ -83,8 +83,9 @@ class PrintJob(StrictModel):
             raise ValueError("badge_pdf_ref must name a rendered .pdf file")
         # Caught here, a malformed artifact name is the kiosk's 422, not a badge
         # that fails later at the agent (which checks the same shape).
-        artifact_name = parts.netloc or parts.path.lstrip("/")  # as the agent reads it
-        if parts.scheme == "artifact" and not _ARTIFACT_NAME.match(artifact_name):
+        if parts.scheme == "artifact" and not _ARTIFACT_NAME.match(
+            parts.netloc or parts.path.lstrip("/")  # the name, as the agent reads it
+        ):
             raise ValueError(
                 "an artifact ref names an uploaded PDF by its SHA-256: artifact://<64 lowercase "
                 "hex digits>.pdf, as PUT /v1/artifacts/<sha256>.pdf answers it"

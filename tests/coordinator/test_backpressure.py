@@ -36,6 +36,18 @@ async def _drain(client: Client) -> None:
         pass
 
 
+async def _shed_then_accepted_again(client: Client) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A job shed at the mark, and the kiosk's retry of its key accepted once the queue drained."""
+    await _fill(client)
+    body = job_body()
+    shed = await _shed(client, body)
+    await _drain(client)
+    retried = await flows.expect(await client.post("/v1/jobs", json=body, headers=flows.KIOSK),
+                                 201)  # fmt: skip
+    assert retried["job_id"] != shed["job_id"]
+    return shed, retried
+
+
 async def test_a_job_over_the_mark_is_dead_lettered_and_the_kiosk_is_told(
     make_client: MakeClient,
 ) -> None:
@@ -81,14 +93,8 @@ async def test_redrive_of_a_job_whose_key_was_accepted_again_is_suppressed(
     make_client: MakeClient,
 ) -> None:
     client = await make_client(high_water_mark=MARK)
-    await _fill(client)
-    body = job_body()
-    shed = await _shed(client, body)
     # GIVEN the kiosk retried the same key after the queue drained, and got it accepted
-    await _drain(client)
-    retried = await flows.expect(await client.post("/v1/jobs", json=body, headers=flows.KIOSK),
-                                 201)  # fmt: skip
-    assert retried["job_id"] != shed["job_id"]
+    shed, retried = await _shed_then_accepted_again(client)
     # WHEN the operator redrives the dead letter
     outcome = (await flows.redrive(client, shed["job_id"]))[shed["job_id"]]
     # THEN it is suppressed in favour of the accepted job, and never queued
@@ -107,19 +113,16 @@ async def test_a_dead_letter_outliving_the_dedupe_window_is_still_suppressed(
     make_client: MakeClient, redis: Redis, settings: CoordinatorSettings
 ) -> None:
     client = await make_client(high_water_mark=MARK)
-    await _fill(client)
-    body = job_body()
-    shed = await _shed(client, body)
     # GIVEN the kiosk's retry of the same key was accepted and printed
-    await _drain(client)
-    retried = await flows.expect(await client.post("/v1/jobs", json=body, headers=flows.KIOSK),
-                                 201)  # fmt: skip
+    shed, retried = await _shed_then_accepted_again(client)
     leased = await flows.lease_one(client)
     assert leased["job_id"] == retried["job_id"]
     await flows.start(client, leased["job_id"], leased["lease_id"])
     await flows.ack(client, leased["job_id"], leased["lease_id"])
     # AND the dedupe window has passed (the key's TTL runs out), the dead letter still listed
-    key = VenueKeys(settings.venue).idempotency(body["idempotency_key"])
+    key = VenueKeys(settings.venue).idempotency(
+        (await flows.get_job(client, retried["job_id"]))["idempotency_key"]
+    )
     await redis.pexpire(key, 1)
     await wait_for(lambda: _gone(redis, key))
     # WHEN the operator redrives the dead letter
