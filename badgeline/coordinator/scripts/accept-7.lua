@@ -4,7 +4,8 @@
 -- KEYS[4] acceptance seq      KEYS[5] attendee index    KEYS[6] dead-letter zset
 -- KEYS[7] printers set
 -- (Queue keys are built from the prefix: a routed job's printer is chosen here.)
--- ARGV[1] prefix  ARGV[2] job_id  ARGV[3] payload_hash  ARGV[4] dedupe_ttl_s
+-- ARGV[1] prefix  ARGV[2] job_id  ARGV[3] payload_hash
+-- ARGV[4] dedupe window s (counted from the job's closing, see transition())
 -- ARGV[5] high_water  ARGV[6] priority  ARGV[7] attendee_id  ARGV[8] badge_pdf_ref
 -- ARGV[9] printer_target  ARGV[10] printer_id ('' for a routed job)  ARGV[11] idempotency_key
 -- ARGV[12] correlation_id  ARGV[13] actor  ARGV[14] reprint_of ('' for none)
@@ -60,7 +61,8 @@ redis.call('HSET', KEYS[2],
   'printer_target', ARGV[9], 'printer_id', printer_id, 'priority', priority,
   'idempotency_key', ARGV[11], 'payload_hash', payload_hash, 'score', score, 'seq', seq,
   'attempts', 0, 'fence', 0, 'possible_duplicate', 0, 'reprint_of', ARGV[14],
-  'correlation_id', ARGV[12], 'source', ARGV[13], 'created_ms', now)
+  'correlation_id', ARGV[12], 'source', ARGV[13], 'created_ms', now,
+  'dedupe_window_s', ARGV[4])
 redis.call('SADD', KEYS[5], job_id)
 redis.call('SADD', KEYS[7], printer_id)
 
@@ -89,7 +91,8 @@ if depth >= high_water then
   return {3, job_id, 'dead_lettered', printer_id, depth}
 end
 
-redis.call('SET', KEYS[1], job_id .. '|' .. payload_hash, 'EX', tonumber(ARGV[4]))
+-- No expiry while the job is open: transition() starts the window when it closes.
+redis.call('SET', KEYS[1], job_id .. '|' .. payload_hash)
 if target_dead then
   transition(prefix, job_id, false, 'queued', ARGV[13], 'accepted', now)
   park_job(prefix, job_id, 'queued', ARGV[13], 'printer ' .. printer_id .. ' is dead and no peer can take it', now)

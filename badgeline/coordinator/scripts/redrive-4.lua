@@ -1,7 +1,7 @@
 -- Redrive a dead-lettered job through the same dedupe gate as acceptance.
 --
 -- KEYS[1] job hash  KEYS[2] idempotency key  KEYS[3] dead-letter zset  KEYS[4] acceptance seq
--- ARGV[1] prefix  ARGV[2] dedupe ttl s  ARGV[3] high water  ARGV[4] actor  ARGV[5] wake channel
+-- ARGV[1] prefix  ARGV[2] dedupe window s  ARGV[3] high water  ARGV[4] actor  ARGV[5] wake channel
 -- Counts the job into the reports (includes/tally.lua) in the same step.
 -- Returns {code, detail}: 1 queued (detail 'parked' when its printer is dead and no
 --   peer can take it), 2 suppressed (key taken by, or reprinted as, detail job id),
@@ -69,9 +69,11 @@ if not dead and depth >= high_water then
 end
 local seq = redis.call('INCR', KEYS[4])
 local score = tonumber(f[3]) * 4294967296 + seq
-redis.call('HSET', KEYS[1], 'score', score, 'seq', seq, 'attempts', 0, 'lease_id', '')
+redis.call('HSET', KEYS[1], 'score', score, 'seq', seq, 'attempts', 0, 'lease_id', '',
+  'dedupe_window_s', ARGV[2])
 redis.call('HDEL', KEYS[1], 'dead_reason', 'dead_ms')
-redis.call('SET', KEYS[2], job_id .. '|' .. f[4], 'EX', tonumber(ARGV[2]))
+-- Open again: its claim waits for it to close again (transition() in common.lua).
+redis.call('SET', KEYS[2], job_id .. '|' .. f[4])
 redis.call('ZREM', KEYS[3], job_id)
 transition(prefix, job_id, state, 'queued', ARGV[4], 'redriven from the dead-letter list', now)
 if dead then

@@ -19,6 +19,29 @@ local function leased_key(prefix, printer_id)
   return prefix .. 'leased:' .. printer_id
 end
 
+-- Mirrors VenueKeys.idempotency in keys.py.
+local function claim_key(prefix, idempotency_key)
+  return prefix .. 'idem:' .. idempotency_key
+end
+
+-- States after which a job does nothing more unless an operator redrives it.
+local CLOSED_STATES = {printed = true, canceled = true, failed = true, dead_lettered = true}
+
+-- A job's idempotency claim is set without an expiry (accept, redrive) and starts
+-- its dedupe window only here, when the job closes. Counted from acceptance, the
+-- window could run out under a job still waiting (a printer paused all
+-- afternoon), and the kiosk's retry of that key would then queue a second badge.
+-- A claim that names another job (a shed job's key, taken since) is left alone.
+local function start_dedupe_window(prefix, job_id)
+  local f = redis.call('HMGET', job_key(prefix, job_id), 'idempotency_key', 'dedupe_window_s')
+  if not f[1] or not f[2] then return end  -- a job accepted before claims waited for closing
+  local claim = claim_key(prefix, f[1])
+  local held = redis.call('GET', claim)
+  if held and string.sub(held, 1, #job_id + 1) == job_id .. '|' then
+    redis.call('EXPIRE', claim, tonumber(f[2]))
+  end
+end
+
 -- Every change of a job's state goes through here. It also keeps each printer's
 -- set of leased (not yet granted) jobs, which routing counts as that printer's
 -- load: a prefetched job has left the queue but not joined the printing set.
@@ -38,6 +61,9 @@ local function transition(prefix, job_id, from_state, to_state, actor, reason, n
   local entry = {at = now / 1000, to = to_state, actor = actor, reason = reason}
   if from_state then entry['from'] = from_state else entry['from'] = cjson.null end
   redis.call('RPUSH', job_key(prefix, job_id) .. ':history', cjson.encode(entry))
+  if CLOSED_STATES[to_state] then
+    start_dedupe_window(prefix, job_id)
+  end
 end
 
 -- Only a queue that was empty can have a long-poll parked on it: the lease script
