@@ -177,6 +177,10 @@ class VenueKeys:
         """Counter numbering the reprints of a job (its reprints' idempotency keys)."""
         return f"{self.prefix}job:{job_id}:reprint_seq"
 
+    def reprint_request(self, job_id: str, request_id: str) -> str:
+        """The reprint number a client's `request_id` was given (a retry reuses it)."""
+        return f"{self.prefix}job:{job_id}:reprint_req:{request_id}"
+
     # ---- callers: rate limits and enrolment (ratelimit.py, enrolment.py)
     def rate_bucket(self, kiosk_name: str) -> str:
         """Hash {tokens, at_ms}: a kiosk token's request bucket (rate_limit-2.lua)."""

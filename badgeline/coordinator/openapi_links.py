@@ -60,6 +60,10 @@ _SUBMITTED = {
                           {"printer_id": "$response.body#/printer_id"}),
 }  # fmt: skip
 
+_REPRINTED = {
+    **_job_links("$response.body#/job_id"),
+    "GetOriginal": _link("get", JOB, {"job_id": "$response.body#/reprint_of"}),
+}
 _LEASED = "$response.body#/jobs/0"
 _START_GRANTED = {"lease_id": "$request.body#/lease_id", "fence": "$response.body#/fence"}
 
@@ -68,10 +72,7 @@ LINKS: Final[dict[Route, dict[int, dict[str, Link]]]] = {
     ("get", "/v1/jobs"): {200: _job_links("$response.body#/jobs/0/job_id")},
     ("get", JOB): {200: _job_links("$request.path.job_id")},
     ("post", JOB + "/cancel"): {200: _job_links("$response.body#/job_id")},
-    ("post", JOB + "/reprint"): {201: {
-        **_job_links("$response.body#/job_id"),
-        "GetOriginal": _link("get", JOB, {"job_id": "$response.body#/reprint_of"}),
-    }},
+    ("post", JOB + "/reprint"): {201: _REPRINTED, 200: _REPRINTED},
     # An agent's lease → start → ack, under the lease it was given.
     ("post", LEASE): {200: {
         "StartLeasedJob": _link("post", START,

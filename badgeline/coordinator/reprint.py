@@ -19,7 +19,7 @@ from badgeline.coordinator.events import job_event
 from badgeline.coordinator.http import correlation_id, job_id_param, json_response, read_model
 from badgeline.coordinator.store import AcceptOutcome
 from badgeline.protocol.errors import BadgelineError, ErrorCode
-from badgeline.protocol.ids import PRINTER_TARGET_PATTERN
+from badgeline.protocol.ids import IDEMPOTENCY_KEY_PATTERN, PRINTER_TARGET_PATTERN
 from badgeline.protocol.models import JobView, PrintJob
 from badgeline.protocol.states import JobState
 
@@ -38,6 +38,11 @@ class ReprintRequest(BaseModel):
     reason: str = Field(min_length=1, max_length=200)
     printer_target: str | None = Field(default=None, pattern=PRINTER_TARGET_PATTERN)
     priority: int = Field(default=REPRINT_PRIORITY, ge=0, le=1000)
+    # Chosen by the client once per reprint it means to make: a retry after a lost
+    # answer, or a double click, sends it again and gets the same reprint back.
+    request_id: str | None = Field(
+        default=None, min_length=8, max_length=80, pattern=IDEMPOTENCY_KEY_PATTERN
+    )
 
 
 async def _original(coordinator: Coordinator, job_id: str) -> JobView:
@@ -65,8 +70,27 @@ async def _note_request(
     await coordinator.store.redis.lpush(coordinator.store.keys.history(job_id), json.dumps(entry))
 
 
-def _refuse(outcome: AcceptOutcome, job: PrintJob, cid: str) -> None:
-    if outcome.duplicate:
+async def _reprint_number(
+    coordinator: Coordinator, original_id: str, request_id: str | None
+) -> int:
+    """The n of the reprint's key `reprint:<job_id>:<n>`: the next one, or the one
+    this `request_id` was given before. Two racing requests with one id may both
+    draw a number; SET NX keeps the first, and both then use it, so the dedupe
+    gate lets one job through (the other number is skipped, never used)."""
+    store = coordinator.store
+    claim = store.keys.reprint_request(original_id, request_id) if request_id else None
+    if claim is not None and (given := await store.redis.get(claim)) is not None:
+        return int(given)
+    n = int(await store.redis.incr(store.keys.reprint_sequence(original_id)))
+    if claim is not None:
+        window = coordinator.settings.dedupe_window_s
+        if not await store.redis.set(claim, n, nx=True, ex=window):
+            n = int(await store.redis.get(claim) or n)
+    return n
+
+
+def _refuse(outcome: AcceptOutcome, job: PrintJob, cid: str, request_id: str | None) -> None:
+    if outcome.duplicate and request_id is None:
         raise BadgelineError(
             ErrorCode.IDEMPOTENCY_CONFLICT,
             f"the reprint key {job.idempotency_key!r} already names job {outcome.job_id}",
@@ -94,24 +118,37 @@ async def reprint(request: web.Request) -> web.Response:
     # Milliseconds, as every history entry the scripts write (now_ms): with microseconds
     # this entry could sort after the `accepted` one written in the same millisecond.
     requested_at = (int(seconds) * 1000 + int(micros) // 1000) / 1000
-    n = await store.redis.incr(store.keys.reprint_sequence(original_id))
+    n = await _reprint_number(coordinator, original_id, body.request_id)
     job = PrintJob(
         attendee_id=original.attendee_id, badge_pdf_ref=original.badge_pdf_ref,
         printer_target=body.printer_target or original.printer_target, priority=body.priority,
         idempotency_key=f"reprint:{original_id}:{n}",
     )  # fmt: skip
     route = coordinator.router.route(job.printer_target)
-    outcome = await store.accept(
-        job, route=route, correlation_id=cid, actor=identity.actor,
-        reprint_of=original_id, spill_to=spill_peers(coordinator.settings, route.printer_id),
-    )  # fmt: skip
+    try:
+        outcome = await store.accept(
+            job, route=route, correlation_id=cid, actor=identity.actor,
+            reprint_of=original_id, spill_to=spill_peers(coordinator.settings, route.printer_id),
+        )  # fmt: skip
+    except BadgelineError as error:
+        if error.code is not ErrorCode.IDEMPOTENCY_CONFLICT or body.request_id is None:
+            raise
+        raise BadgelineError(
+            ErrorCode.IDEMPOTENCY_CONFLICT,
+            f"request_id {body.request_id!r} already made reprint {error.extra.get('job_id')} "
+            "of this job with another printer_target or priority; a new reprint needs a new "
+            "request_id",
+            extra=error.extra,
+        ) from None
     if not outcome.duplicate:
         await _note_request(coordinator, outcome.job_id, requested_at, identity.actor,
                             body.reason, original_id)  # fmt: skip
-    job_event("job_reprinted", level=logging.WARNING if outcome.shed else logging.INFO,
+    # A repeat of a request_id is the seed's duplicate_suppressed: no second badge.
+    event = "duplicate_suppressed" if outcome.duplicate else "job_reprinted"
+    job_event(event, level=logging.WARNING if outcome.shed else logging.INFO,
               job_id=outcome.job_id, printer_id=outcome.printer_id,
               idempotency_key=job.idempotency_key, correlation_id=cid, reprint_of=original_id,
               reason=body.reason, actor=identity.actor, state=str(outcome.state))  # fmt: skip
-    _refuse(outcome, job, cid)
+    _refuse(outcome, job, cid, body.request_id)
     view = await store.get_job(outcome.job_id)
-    return json_response(view, status=201)
+    return json_response(view, status=200 if outcome.duplicate else 201)

@@ -3,6 +3,7 @@ starts fast and imports nothing of the coordinator's Redis stack."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -84,6 +85,13 @@ class OpsClient:
         except TimeoutError:
             raise OpsError(
                 self._unreachable(f"no answer within {self.timeout_s:g} s"), EXIT_UNREACHABLE
+            ) from None
+        except (OSError, http.client.HTTPException) as error:
+            # The request went out and the connection broke before the answer came
+            # (urllib wraps only failures to send): whether it was done is unknown.
+            raise OpsError(
+                self._unreachable(f"the connection broke before an answer ({error!r})"),
+                EXIT_UNREACHABLE,
             ) from None
         except ValueError as error:  # a body that is not JSON: not a coordinator
             raise OpsError(f"{self.url} did not answer like a coordinator: {error}") from None

@@ -340,13 +340,25 @@ function render(snapshot) {
 const REPRINTABLE = new Set(["printed", "failed", "canceled"]);
 const CANCELABLE = new Set(["queued", "leased", "dead_lettered", "held", "parked", "retrying"]);
 
+// Names one reprint the operator means to make. crypto.getRandomValues, not
+// randomUUID: the dashboard is often plain http on the venue LAN, not a secure context.
+function newRequestId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(8));
+  return "dash-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 function jobCard(job) {
   const reason = h("input", { class: "reason", placeholder: "reprint reason", maxlength: "200",
                               "aria-label": `reprint reason for ${job.job_id}` });
+  // Kept until a reprint is confirmed: a double click, or a click again after an
+  // error that lost the answer, gets the same reprint back, not a second badge.
+  let requestId = newRequestId();
   const reprint = () => {
     if (!reason.value.trim()) { toast("A reprint needs a reason.", "bad"); reason.focus(); return; }
     act(`Reprint ${job.job_id}`, "POST", `/v1/jobs/${job.job_id}/reprint`,
-        { reason: reason.value.trim() }).then((r) => { if (r) search(job.attendee_id); });
+        { reason: reason.value.trim(), request_id: requestId }).then((r) => {
+      if (r) { requestId = newRequestId(); search(job.attendee_id); }
+    });
   };
   const history = job.history.map((e) => h("tr", {},
     h("td", {}, clock(e.at)), h("td", {}, `${e.from || "—"} → ${e.to}`),
