@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from badgeline.ops.client import OpsClient
+from badgeline.ops.client import EXIT_REFUSED, OpsClient
 from badgeline.ops.command import add_common_options, execute
 from badgeline.ops.tables import clock, table
 
@@ -35,5 +35,17 @@ def render(answer: Any, args: argparse.Namespace) -> str:
     return table(["JOB", "OUTCOME", "DETAIL"], rows) if rows else "nothing to redrive"
 
 
+# What the operator asked for did not happen: the job is still waiting in the
+# dead letters (its queue is full), or the id named no dead letter (a typo, or
+# it was redriven already). `suppressed` is the gate doing its job: not a failure.
+NOT_REDRIVEN = frozenset({"still_shed", "not_dead_lettered"})
+
+
+def verdict(answer: Any, args: argparse.Namespace) -> int:
+    if args.action != "redrive":
+        return 0
+    return EXIT_REFUSED if any(r["outcome"] in NOT_REDRIVEN for r in answer["results"]) else 0
+
+
 def run(args: argparse.Namespace) -> int:
-    return execute(args, fetch, render)
+    return execute(args, fetch, render, verdict)

@@ -36,6 +36,16 @@ async def test_an_unknown_job_is_a_404_line(venue: Venue) -> None:
     assert result.err.strip() == "badgeline job: 404 not_found: no job job_0123456789abcdef"
 
 
+async def test_a_redrive_that_left_a_job_waiting_exits_1_with_its_table(venue: Venue) -> None:
+    # GIVEN a job that is not a dead letter (queued, as after an earlier redrive)
+    (job_id,) = await venue.submit("printer-a")
+    # WHEN the operator redrives it by id
+    result = await venue.cli("dlq", "redrive", job_id)
+    # THEN the table says why, and the exit code says that nothing was redriven
+    assert result.code == 1 and result.err == ""
+    assert result.line(job_id).split()[1] == "not_dead_lettered"
+
+
 async def test_bad_usage_is_argparse_exit_2(venue: Venue) -> None:
     result = await venue.cli("peek", "not-a-printer")
     assert result.code == 2 and "is not a printer id" in result.err
