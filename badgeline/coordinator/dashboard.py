@@ -40,7 +40,12 @@ from badgeline.coordinator.context import (
     authenticate,
     coordinator_of,
 )
-from badgeline.coordinator.http import CORRELATION_HEADER, Handler, correlation_id
+from badgeline.coordinator.http import (
+    AUTH_CHALLENGE,
+    CORRELATION_HEADER,
+    Handler,
+    correlation_id,
+)
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
 routes = web.RouteTableDef()
@@ -151,8 +156,11 @@ async def session_middleware(request: web.Request, handler: Handler) -> web.Stre
 def _page(name: str, status: int = 200, message: str = "") -> web.Response:
     text = (STATIC_DIR / name).read_text(encoding="utf-8")
     text = text.replace("<!--message-->", html.escape(message))
+    # A refused sign-in is a 401 like any other: it names the scheme (the
+    # browser shows no prompt for Bearer, only for Basic).
+    headers = PAGE_HEADERS | AUTH_CHALLENGE if status == 401 else PAGE_HEADERS
     return web.Response(text=text, status=status, content_type="text/html",
-                        headers=PAGE_HEADERS)  # fmt: skip
+                        headers=headers)  # fmt: skip
 
 
 @routes.get("/")

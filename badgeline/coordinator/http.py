@@ -25,6 +25,8 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 CORRELATION_HEADER = "X-Correlation-ID"
+# A 401 names the scheme to authenticate with (RFC 9110 §15.5.2, RFC 6750 §3).
+AUTH_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="badgeline"'}
 CORRELATION_ID = web.RequestKey("correlation_id", str)
 _CORRELATION_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 # One encoder for json.dumps(payload, default=str), which would build one per call.
@@ -68,8 +70,7 @@ def error_response(error: BadgelineError, headers: dict[str, str] | None = None)
     if error.retry_after_s is not None:
         headers["Retry-After"] = str(error.retry_after_s)
     if error.code == ErrorCode.UNAUTHORIZED:
-        # A 401 names the scheme to authenticate with (RFC 9110 §15.5.2, RFC 6750 §3).
-        headers.setdefault("WWW-Authenticate", 'Bearer realm="badgeline"')
+        headers = AUTH_CHALLENGE | headers
     return json_response(error.body(), status=error.http_status, headers=headers)
 
 

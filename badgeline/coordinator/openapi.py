@@ -35,6 +35,23 @@ RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE}
 # The only routes answered without Redis; every other one may be 503 store_unavailable.
 STORELESS_ROUTES = {("get", "/v1/openapi.json"), ("get", "/dashboard/static/{name}")}
 
+# Response headers a client may act on (http.py sets them): the correlation id on
+# every answer, the auth scheme on a 401, when to come back on a 429 or a 503.
+_CORRELATION_HEADER = {
+    "description": "the request's X-Correlation-ID if it sent a valid one, else a new id; "
+                   "every log line about the request carries it",
+    "required": True, "schema": {"type": "string"},
+}  # fmt: skip
+_STATUS_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"description": "the scheme to authenticate with (Bearer)",
+                               "required": True, "schema": {"type": "string"}}},
+    429: {"Retry-After": {"description": "seconds to wait before retrying", "required": True,
+                          "schema": {"type": "integer"}}},
+    503: {"Retry-After": {"description": "seconds to wait before retrying (queue_full, "
+                                         "store_unavailable; absent on no_printer_available)",
+                          "required": False, "schema": {"type": "integer"}}},
+}  # fmt: skip
+
 
 def registered_routes(app: web.Application) -> tuple[tuple[str, str], ...]:
     """Every (method, path) the app answers, HEAD aside (aiohttp adds it to each GET)."""
@@ -98,7 +115,10 @@ def _operation_document(
         }
     for status, body in _responses(op, params).items():
         content = _content(body, refs, "serialization") if body is not None else {}
-        doc["responses"][str(status)] = {"description": str(status), "content": content}
+        headers = {"X-Correlation-ID": _CORRELATION_HEADER, **_STATUS_HEADERS.get(status, {})}
+        doc["responses"][str(status)] = {
+            "description": str(status), "headers": headers, "content": content,
+        }  # fmt: skip
         links = links_for(op.method, op.path, status, routes)
         if links:
             doc["responses"][str(status)]["links"] = links

@@ -10,6 +10,7 @@ from aiohttp.test_utils import TestClient
 
 from badgeline.coordinator import api_agent, api_kiosk, api_ops
 from tests.coordinator import flows
+from tests.coordinator.conftest import MakeClient
 from tests.helpers import job_body
 
 Client = TestClient[Any, Any]
@@ -175,3 +176,36 @@ async def test_a_request_body_is_required_exactly_where_the_server_needs_one(
     assert "422" in stats and not stats & {"400", "408", "413"}
     upload = set(document["paths"]["/v1/artifacts/{name}"]["put"]["responses"])
     assert {"408", "413", "415", "422"} <= upload and "400" not in upload
+
+
+async def test_the_answers_carry_the_headers_the_document_declares(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client(high_water_mark=1)
+    document = await _openapi(client)
+    body = job_body()
+    # GIVEN answers of each kind: accepted, repeated, unauthenticated, unknown, shed, no printer
+    cases = [
+        ("post", "/v1/jobs", "/v1/jobs", body, flows.KIOSK, 201),
+        ("post", "/v1/jobs", "/v1/jobs", body, flows.KIOSK, 200),
+        ("post", "/v1/jobs", "/v1/jobs", job_body(), {}, 401),
+        ("get", "/v1/jobs/{job_id}", "/v1/jobs/job_0123456789abcdef", None, flows.KIOSK, 404),
+        ("post", "/v1/jobs", "/v1/jobs", job_body(), flows.KIOSK, 503),
+        ("post", "/v1/jobs", "/v1/jobs", job_body("pool:nobody"), flows.KIOSK, 503),
+    ]  # fmt: skip
+    for method, template, path, payload, headers, status in cases:
+        response = await client.request(method, path, json=payload, headers=headers)
+        assert response.status == status, (path, status, await response.text())
+        # THEN each carries every header its status declares as required, in its type
+        declared = document["paths"][template][method]["responses"][str(status)]["headers"]
+        required = {name for name, header in declared.items() if header["required"]}
+        assert required <= set(response.headers), (path, status, dict(response.headers))
+        for name, header in declared.items():
+            if name in response.headers and header["schema"]["type"] == "integer":
+                assert response.headers[name].isdigit(), (path, status, name)
+    # AND every answer of every documented operation declares the correlation id
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for status, answer in operation["responses"].items():
+                if not operation.get("x-undocumented"):
+                    assert "X-Correlation-ID" in answer["headers"], (method, path, status)

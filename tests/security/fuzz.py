@@ -29,7 +29,10 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 from schemathesis.core.result import Err
 from schemathesis.generation import GenerationMode
-from schemathesis.specs.openapi.checks import response_schema_conformance
+from schemathesis.specs.openapi.checks import (
+    response_headers_conformance,
+    response_schema_conformance,
+)
 
 from badgeline.protocol.errors import ErrorCode
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token
@@ -101,6 +104,9 @@ def check_answer(case: Any, response: requests.Response, report: FuzzReport) -> 
     """Raise `Violation` when the answer breaks the contract; tally it either way."""
     status = response.status_code
     report.by_status[status] += 1
+    if status in _documented_statuses(case):
+        # The headers the document declares (X-Correlation-ID, Retry-After, …).
+        case.validate_response(response, checks=[response_headers_conformance])
     if status < 400:
         if status in _documented_statuses(case) and response.content:
             case.validate_response(response, checks=[response_schema_conformance])
