@@ -65,6 +65,14 @@ class JobTrace:
 
 
 @dataclass(frozen=True)
+class LeaseOutcome:
+    jobs: list[dict[str, Any]]
+    # How long the printer stays paused (0 when it is not): nothing is published when
+    # a timed pause runs out, so a parked long-poll must not sleep past its end.
+    pause_left_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class StartOutcome:
     granted: bool
     trace: JobTrace
@@ -207,7 +215,7 @@ class JobStore:
 
     # ------------------------------------------------------------------ agent side
 
-    async def lease(self, printer_id: str, max_jobs: int, actor: str) -> list[dict[str, Any]]:
+    async def lease(self, printer_id: str, max_jobs: int, actor: str) -> LeaseOutcome:
         k = self.keys
         lease_prefix = "lease_" + secrets.token_hex(6)
         ttl_ms = int(self.settings.lease_ttl_s * 1000)
@@ -216,7 +224,10 @@ class JobStore:
             [k.queue(printer_id), k.leases, k.printer(printer_id)],
             [k.prefix, printer_id, max_jobs, ttl_ms, lease_prefix, actor],
         )
-        return [json.loads(_text(item)) for item in reply]
+        return LeaseOutcome(
+            jobs=[json.loads(_text(item)) for item in reply[1]],
+            pause_left_s=int(reply[0]) / 1000,
+        )
 
     async def grant_start(
         self, printer_id: str, job_id: str, lease_id: str, actor: str

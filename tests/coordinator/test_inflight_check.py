@@ -30,7 +30,7 @@ async def beat(store: JobStore, printer_id: str, **health: object) -> None:
 
 
 async def lease_and_start(store: JobStore, printer_id: str) -> str:
-    [leased] = await store.lease(printer_id, 1, "test")
+    [leased] = (await store.lease(printer_id, 1, "test")).jobs
     granted = await store.grant_start(printer_id, leased["job_id"], leased["lease_id"], "test")
     assert granted.granted
     lease_id: str = leased["lease_id"]
