@@ -331,7 +331,10 @@ class JobStore:
     async def dead_letter_ids(self, limit: int = 1000) -> list[str]:
         return [_text(m) for m in await self.redis.zrange(self.keys.dead_letters, 0, limit - 1)]
 
-    async def redrive(self, job_id: str, actor: str) -> RedriveOutcome:
+    async def redrive(self, job_id: str, actor: str, candidates_by_printer: str) -> RedriveOutcome:
+        """Queue a dead letter again through the dedupe gate. `candidates_by_printer`
+        (FailoverController.candidates_by_printer) says where it may go if its printer
+        is dead: its pool's printers, else any."""
         k = self.keys
         fields = await self.redis.hmget(
             k.job(job_id), ["idempotency_key", "printer_id", "correlation_id"]
@@ -343,7 +346,7 @@ class JobStore:
             "redrive",
             [k.job(job_id), k.idempotency(_text(fields[0])), k.dead_letters, k.sequence],
             [k.prefix, self.settings.dedupe_window_s, self.settings.high_water_mark, actor,
-             k.wake_channel],
+             k.wake_channel, candidates_by_printer],
         )  # fmt: skip
         code, detail = int(reply[0]), _text(reply[1])
         outcomes = {1: "queued", 2: "suppressed", 3: "still_shed"}
