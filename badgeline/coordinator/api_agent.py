@@ -34,6 +34,10 @@ from badgeline.protocol.models import (
 
 routes = web.RouteTableDef()
 
+# Look again a hair after a pause's end, not on it: the script counts whole
+# milliseconds, and a look that lands just before the end finds it still paused.
+PAUSE_END_SLACK_S = 0.005
+
 
 class LeaseQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -87,10 +91,16 @@ async def lease(request: web.Request) -> web.Response:
             # they would sit leased until the lease expires.
             if request.transport is None or request.transport.is_closing():
                 return json_response(LeaseResponse(jobs=[]))
-            jobs = await coordinator.store.lease(printer_id, max_jobs, actor)
+            outcome = await coordinator.store.lease(printer_id, max_jobs, actor)
+            jobs = outcome.jobs
             remaining = deadline - loop.time()
             if jobs or remaining <= 0 or coordinator.wakeups.closing:
                 break
+            if outcome.pause_left_s > 0:
+                # A timed pause runs out with no wake-up (nothing publishes then; pause
+                # and resume do): look again when it ends. Read from Redis on every
+                # round, so it holds whichever replica paused or will resume it.
+                remaining = min(remaining, outcome.pause_left_s + PAUSE_END_SLACK_S)
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for runs the wait in
             # a task of its own, one more per parked long-poll.
             with contextlib.suppress(TimeoutError):

@@ -51,9 +51,11 @@ async def redrive(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "operator")
     body = await read_model(request, RedriveRequest)
     job_ids = body.ids if body.ids is not None else await coordinator.store.dead_letter_ids()
+    # A job whose printer is dead goes where that printer's failover sends work: its pool.
+    candidates = await coordinator.failover.candidates_by_printer()
     results = []
     for job_id in job_ids:
-        outcome = await coordinator.store.redrive(job_id, identity.actor)
+        outcome = await coordinator.store.redrive(job_id, identity.actor, candidates)
         if outcome.trace is None:
             log_event("dead_letter_redriven", job_id=job_id, outcome=outcome.outcome,
                       detail=outcome.detail)  # fmt: skip

@@ -106,6 +106,9 @@ async def pause(request: web.Request) -> web.Response:
     await coordinator.store.redis.hset(
         coordinator.store.keys.printer(printer_id), "paused_until_ms", until
     )
+    # A long-poll parked on this printer waits for the end of the pause it last saw;
+    # a new, shorter pause must wake it to read the new end.
+    await coordinator.store.wake_printer(printer_id)
     log_event("printer_paused", printer_id=printer_id, for_s=body.for_s, actor=identity.actor)
     return json_response(await printer_summary(coordinator, printer_id, now_ms))
 

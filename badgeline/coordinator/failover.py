@@ -73,7 +73,7 @@ class FailoverController:
 
     async def candidates_by_printer(self, known: list[str] | None = None) -> str:
         """For the scripts that dispatch jobs of many printers at once (resolve_inflight,
-        promote_retries, unpark): JSON {printer: its pool's printers} for the printers
+        promote_retries, unpark, redrive): JSON {printer: its pool's printers} for the printers
         of configured pools, '*': every printer. A job follows the same rule as a
         failover's moves: it stays in its printer's pool."""
         if known is None:

@@ -65,6 +65,14 @@ class JobTrace:
 
 
 @dataclass(frozen=True)
+class LeaseOutcome:
+    jobs: list[dict[str, Any]]
+    # How long the printer stays paused (0 when it is not): nothing is published when
+    # a timed pause runs out, so a parked long-poll must not sleep past its end.
+    pause_left_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class StartOutcome:
     granted: bool
     trace: JobTrace
@@ -207,7 +215,7 @@ class JobStore:
 
     # ------------------------------------------------------------------ agent side
 
-    async def lease(self, printer_id: str, max_jobs: int, actor: str) -> list[dict[str, Any]]:
+    async def lease(self, printer_id: str, max_jobs: int, actor: str) -> LeaseOutcome:
         k = self.keys
         lease_prefix = "lease_" + secrets.token_hex(6)
         ttl_ms = int(self.settings.lease_ttl_s * 1000)
@@ -216,7 +224,10 @@ class JobStore:
             [k.queue(printer_id), k.leases, k.printer(printer_id)],
             [k.prefix, printer_id, max_jobs, ttl_ms, lease_prefix, actor],
         )
-        return [json.loads(_text(item)) for item in reply]
+        return LeaseOutcome(
+            jobs=[json.loads(_text(item)) for item in reply[1]],
+            pause_left_s=int(reply[0]) / 1000,
+        )
 
     async def grant_start(
         self, printer_id: str, job_id: str, lease_id: str, actor: str
@@ -320,7 +331,10 @@ class JobStore:
     async def dead_letter_ids(self, limit: int = 1000) -> list[str]:
         return [_text(m) for m in await self.redis.zrange(self.keys.dead_letters, 0, limit - 1)]
 
-    async def redrive(self, job_id: str, actor: str) -> RedriveOutcome:
+    async def redrive(self, job_id: str, actor: str, candidates_by_printer: str) -> RedriveOutcome:
+        """Queue a dead letter again through the dedupe gate. `candidates_by_printer`
+        (FailoverController.candidates_by_printer) says where it may go if its printer
+        is dead: its pool's printers, else any."""
         k = self.keys
         fields = await self.redis.hmget(
             k.job(job_id), ["idempotency_key", "printer_id", "correlation_id"]
@@ -332,7 +346,7 @@ class JobStore:
             "redrive",
             [k.job(job_id), k.idempotency(_text(fields[0])), k.dead_letters, k.sequence],
             [k.prefix, self.settings.dedupe_window_s, self.settings.high_water_mark, actor,
-             k.wake_channel],
+             k.wake_channel, candidates_by_printer],
         )  # fmt: skip
         code, detail = int(reply[0]), _text(reply[1])
         outcomes = {1: "queued", 2: "suppressed", 3: "still_shed"}

@@ -2,8 +2,10 @@
 
 Scripts that enqueue PUBLISH the printer id on the venue's wake channel when
 its queue goes from empty to one job (only then can a long-poll be parked on
-it: scripts/includes/common.lua), and `resume` publishes for a paused printer; one
-pub/sub connection per coordinator process fans that out to local waiters.
+it: scripts/includes/common.lua), and `pause` and `resume` publish for the printer
+they change; one pub/sub connection per coordinator process fans that out to
+local waiters. Nothing publishes when a timed pause runs out: a long-poll parked
+on a paused printer caps its wait at the pause's end instead (api_agent.lease).
 A wake-up is only a hint: the woken handler runs the atomic lease script, which
 may find nothing because another replica won. If the subscription drops, every
 waiter is woken so that nobody sleeps through work while it reconnects.

@@ -54,6 +54,19 @@ async def lease_one(client: Client, printer_id: str = "printer-a") -> Any:
     return jobs[0]
 
 
+HEALTHY = {"reachable": True, "jammed": False, "cover_open": False, "paper": "ok"}
+
+
+async def heartbeat(client: Client, printer_id: str = "printer-a", **health: Any) -> str:
+    """One heartbeat from the printer's agent, healthy unless `health` says otherwise;
+    returns the printer state the coordinator answers."""
+    body = {"agent_id": f"pi-{printer_id}", "version": "test", "health": {**HEALTHY, **health}}
+    response = await client.post(f"/v1/agents/{printer_id}/heartbeat", json=body,
+                                 headers=agent(printer_id))  # fmt: skip
+    state: str = (await expect(response, 200))["state"]
+    return state
+
+
 async def start(
     client: Client, job_id: str, lease_id: str, printer_id: str = "printer-a", status: int = 200
 ) -> Any:

@@ -30,7 +30,7 @@ async def beat(store: JobStore, printer_id: str, **health: object) -> None:
 
 
 async def lease_and_start(store: JobStore, printer_id: str) -> str:
-    [leased] = await store.lease(printer_id, 1, "test")
+    [leased] = (await store.lease(printer_id, 1, "test")).jobs
     granted = await store.grant_start(printer_id, leased["job_id"], leased["lease_id"], "test")
     assert granted.granted
     lease_id: str = leased["lease_id"]
@@ -163,7 +163,8 @@ async def test_a_dead_letter_redriven_while_its_printer_is_dead_is_parked(
     await beat(store, "printer-a", jammed=True)
     assert await failover.execute("printer-a") is not None
     # WHEN the operator redrives the dead letter
-    assert (await store.redrive(job_id, "operator:ops")).outcome == "queued"
+    redriven = await store.redrive(job_id, "operator:ops", await failover.candidates_by_printer())
+    assert redriven.outcome == "queued"
     # AND another printer comes up
     await beat(store, "printer-b")
     await failover.promote_retries_and_unpark()

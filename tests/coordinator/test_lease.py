@@ -244,6 +244,57 @@ async def test_a_parked_long_poll_wakes_when_its_paused_printer_is_resumed(
     assert await flows.queue_ids(client) == [second]
 
 
+async def test_a_parked_long_poll_gets_the_jobs_when_a_timed_pause_runs_out(
+    make_client: MakeClient,
+) -> None:
+    # Nobody publishes when a timed pause simply runs out (the end is only a time in
+    # the printer hash), so the parked lease itself must look again at the pause's end.
+    client = await make_client(lease_max_wait_s=120.0)
+    hub = client.app[COORDINATOR].wakeups
+    ops = auth(OPERATOR_TOKEN)
+    # GIVEN printer-a paused for a couple of seconds, and its agent parked in a 120 s poll
+    await flows.expect(
+        await client.post("/v1/printers/printer-a/pause", json={"for_s": 2.0}, headers=ops), 200
+    )
+    poll = asyncio.create_task(flows.lease(client, wait=120))
+    try:
+        await wait_for(lambda: _true(hub.waiting("printer-a") == 1), timeout_s=10)
+        # WHEN a job is queued while the printer is still paused (its wake-up finds the
+        # printer paused, and the poll parks again)
+        queued = (await flows.submit(client))["job_id"]
+        # THEN once the pause runs out the poll returns that job, long before its 120 s
+        done, _ = await asyncio.wait({poll}, timeout=60)
+        assert poll in done, "the long-poll slept through the end of the pause"
+        assert [job["job_id"] for job in poll.result()] == [queued]
+    finally:
+        poll.cancel()
+
+
+async def test_a_parked_long_poll_follows_a_pause_shortened_by_a_new_one(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client(lease_max_wait_s=120.0)
+    hub = client.app[COORDINATOR].wakeups
+    ops = auth(OPERATOR_TOKEN)
+    # GIVEN printer-a paused until resumed, a job queued and its agent parked in a 120 s poll
+    await flows.expect(await client.post("/v1/printers/printer-a/pause", json={}, headers=ops), 200)
+    queued = (await flows.submit(client))["job_id"]
+    poll = asyncio.create_task(flows.lease(client, wait=120))
+    try:
+        await wait_for(lambda: _true(hub.waiting("printer-a") == 1), timeout_s=10)
+        # WHEN the operator pauses it again, now for a second only
+        await flows.expect(
+            await client.post("/v1/printers/printer-a/pause", json={"for_s": 1.0}, headers=ops),
+            200,
+        )
+        # THEN the poll returns the job once that second is over, not after 120 s
+        done, _ = await asyncio.wait({poll}, timeout=60)
+        assert poll in done, "the long-poll kept waiting for the earlier, longer pause"
+        assert [job["job_id"] for job in poll.result()] == [queued]
+    finally:
+        poll.cancel()
+
+
 async def test_a_lease_skips_queue_entries_whose_job_is_gone(
     client: Client, redis: Redis, settings: CoordinatorSettings
 ) -> None:

@@ -3,13 +3,20 @@
 -- KEYS[1] printer queue  KEYS[2] lease expiry zset  KEYS[3] printer hash
 -- ARGV[1] prefix  ARGV[2] printer_id  ARGV[3] max jobs  ARGV[4] lease ttl ms
 -- ARGV[5] lease id prefix (unique per call)  ARGV[6] actor
--- Returns a list of JSON job documents, possibly empty.
+-- Returns {pause_left_ms, {JSON job documents, possibly none}}: pause_left_ms is how
+-- long the printer stays paused (0 when it is not). A timed pause ends with no
+-- wake-up (its end is only a time in the printer hash), so a long-poll parked on
+-- a paused printer looks again when it ends (api_agent.lease).
 local prefix, printer_id = ARGV[1], ARGV[2]
 local now = now_ms()
 local p = redis.call('HMGET', KEYS[3], 'paused_until_ms', 'state')
 -- A dead printer (jammed, out of paper) gets nothing until it has recovered.
-if tonumber(p[1] or '0') > now or p[2] == 'dead' then
-  return {}
+if p[2] == 'dead' then
+  return {0, {}}
+end
+local paused_until = tonumber(p[1] or '0')
+if paused_until > now then
+  return {paused_until - now, {}}
 end
 
 local ttl, max_jobs = tonumber(ARGV[4]), tonumber(ARGV[3])
@@ -42,4 +49,4 @@ while #leased < max_jobs do
     end
   end
 end
-return leased
+return {0, leased}

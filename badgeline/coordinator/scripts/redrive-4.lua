@@ -2,9 +2,11 @@
 --
 -- KEYS[1] job hash  KEYS[2] idempotency key  KEYS[3] dead-letter zset  KEYS[4] acceptance seq
 -- ARGV[1] prefix  ARGV[2] dedupe window s  ARGV[3] high water  ARGV[4] actor  ARGV[5] wake channel
+-- ARGV[6] candidates by printer (JSON {printer: [ids], '*': [ids]}, from
+--   FailoverController.candidates_by_printer): where the job may go if its printer is dead
 -- Counts the job into the reports (includes/tally.lua) in the same step.
 -- Returns {code, detail}: 1 queued (detail 'parked' when its printer is dead and no
---   peer can take it), 2 suppressed (key taken by, or reprinted as, detail job id),
+--   peer of its pool, or of the venue for a printer in no pool, can take it), 2 suppressed (key taken by, or reprinted as, detail job id),
 --   3 still over the high-water mark, -1 not dead-lettered (detail = state), -2 no such job.
 local prefix = ARGV[1]
 local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id',
@@ -55,9 +57,10 @@ end
 local high_water = tonumber(ARGV[3])
 local dead = redis.call('HGET', printer_key(prefix, printer_id), 'state') == 'dead'
 if dead then
-  -- Its printer died meanwhile: send it to a healthy peer instead of a dead queue.
-  local peer = pick_target(prefix, redis.call('SMEMBERS', prefix .. 'printers'), high_water, now,
-    printer_id)
+  -- Its printer died meanwhile: send it to a healthy peer instead of a dead queue,
+  -- one its failover would have sent it to (the job stays in its printer's pool).
+  local peer = pick_target(prefix, pool_candidates(cjson.decode(ARGV[6]), printer_id),
+    high_water, now, printer_id)
   if peer then
     printer_id, dead = peer, false
     redis.call('HSET', KEYS[1], 'printer_id', peer)

@@ -68,8 +68,9 @@ end
 
 -- Only a queue that was empty can have a long-poll parked on it: the lease script
 -- comes back empty-handed only when the queue is empty or the printer is dead or
--- paused (recovery and resume publish for themselves). At peak every queue has a
--- backlog, and a PUBLISH per job would wake every replica's subscriber for nothing.
+-- paused (recovery, resume and pause publish for themselves; a poll on a paused
+-- printer wakes itself at the pause's end, see lease-3.lua). At peak every queue has
+-- a backlog, and a PUBLISH per job would wake every replica's subscriber for nothing.
 local function enqueue(prefix, job_id, printer_id, score, wake_channel)
   local queue = queue_key(prefix, printer_id)
   redis.call('ZADD', queue, score, job_id)
