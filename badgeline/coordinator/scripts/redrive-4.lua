@@ -6,7 +6,8 @@
 --   FailoverController.candidates_by_printer): where the job may go if its printer is dead
 -- Counts the job into the reports (includes/tally.lua) in the same step.
 -- Returns {code, detail}: 1 queued (detail 'parked' when its printer is dead and no
---   peer of its pool, or of the venue for a printer in no pool, can take it), 2 suppressed (key taken by, or reprinted as, detail job id),
+--   peer of its pool, or of the venue for a printer in no pool, can take it),
+--   2 suppressed (key taken by, or reprinted as, detail job id),
 --   3 still over the high-water mark, -1 not dead-lettered (detail = state), -2 no such job.
 local prefix = ARGV[1]
 local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id',
