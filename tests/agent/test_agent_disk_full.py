@@ -9,6 +9,7 @@ gets out. The coordinator, Redis and the printer emulator are the real ones.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import aiohttp
 import pytest
 
 from badgeline.agent.config import AgentSettings
+from badgeline.agent.journal import Journal, JournalSettings
 from badgeline.coordinator.redis_server import free_port
 from badgeline.emulator import Fault, PrinterEmulator
 from tests.agent.agent_process import AgentProcess, emulator_table, write_agent_toml
@@ -26,7 +28,12 @@ from tests.helpers import wait_for
 
 # No file of the agent's takes another byte: every journal write fails.
 CARD_FULL = 0
+# Files hold at most 32 KiB: room for SQLite's shared-memory index (32 KiB) when the
+# journal opens, and for 7 WAL frames of a 4 KiB page; a transaction that rewrites
+# more pages than that fails (see `_old_journal`).
+CARD_NEARLY_FULL = 32 * 1024
 START_TIMEOUT_S = 30.0
+DAY_S = 24 * 3600.0
 
 
 @pytest.fixture
@@ -167,6 +174,66 @@ async def test_a_start_refused_while_the_card_is_full_does_not_stop_the_agent(
     await wait_for(lambda: _state_is(kiosk, next_id, "printed"))
     await wait_for(lambda: _journal_has(agent, acked=1))
     assert [badge.job_id for badge in emulator.printed] == [next_id]
+
+
+async def test_a_prune_that_cannot_write_does_not_stop_the_agent_and_runs_once_space_is_back(
+    coordinator: LiveCoordinator, start_emulator: Any, start_agent: Any, tmp_path: Path
+) -> None:
+    # GIVEN a journal with finished rows past their retention, on a nearly full card
+    emulator: PrinterEmulator = await start_emulator()
+    settings = agent_settings("printer-a", coordinator, emulator, tmp_path / "a")
+    await _old_journal(settings, dropped=30)
+    # WHEN the agent starts, and prunes them (more pages than the card has room for)
+    agent = await start_agent(settings, emulator, file_size_limit=CARD_NEARLY_FULL)
+    # THEN the failed prune is logged, and the agent runs
+    await wait_for(lambda: agent.has_logged("journal_failed", writing="prune"))
+    assert await agent.healthy()
+    assert (await agent.journal())["dropped"] == 30
+    # WHEN space comes back
+    agent.process.limit_file_size(None)
+    # THEN the prune runs by itself
+    await wait_for(lambda: _journal_has(agent, dropped=0))
+    assert await agent.healthy()
+
+
+async def test_start_up_recovery_that_cannot_write_waits_for_space_instead_of_stopping_the_agent(
+    coordinator: LiveCoordinator, start_emulator: Any, start_agent: Any, tmp_path: Path
+) -> None:
+    # GIVEN a journal left with grants and no results (power lost mid-print), on a
+    # card too full to mark them all uncertain
+    emulator: PrinterEmulator = await start_emulator()
+    settings = agent_settings("printer-a", coordinator, emulator, tmp_path / "a")
+    await _old_journal(settings, granted=20)
+    # WHEN the agent starts
+    agent = await start_agent(settings, emulator, file_size_limit=CARD_NEARLY_FULL)
+    # THEN the recovery it cannot write is logged, and the agent runs, printing nothing
+    await wait_for(lambda: agent.has_logged("journal_failed", writing="recover"))
+    assert await agent.healthy()
+    assert (await agent.journal())["granted"] == 20
+    # WHEN space comes back
+    agent.process.limit_file_size(None)
+    # THEN the grants become `uncertain` and are reported (the coordinator does not
+    # know these jobs, so each ack is abandoned and marked), and nothing prints
+    await wait_for(lambda: _journal_has(agent, granted=0, uncertain=0, acked=20))
+    assert len(agent.logged("recovered_uncertain")) == 20
+    assert not emulator.printed
+
+
+async def _old_journal(settings: AgentSettings, *, dropped: int = 0, granted: int = 0) -> None:
+    """Rows an earlier run left, 9 days ago; each about a third of a page, so that
+    pruning or recovering them all rewrites more pages than CARD_NEARLY_FULL leaves."""
+    nine_days_ago = time.time() - 9 * DAY_S
+    padding = {"padding": "x" * 1500}
+    journal = await Journal.open(
+        JournalSettings(path=settings.journal_path), clock=lambda: nine_days_ago
+    )
+    async with journal:
+        for n in range(dropped):
+            await journal.record_lease(f"job-old-{n}", "lease-1", padding)
+            await journal.record_dropped(f"job-old-{n}", "lease-1", "canceled")
+        for n in range(granted):
+            await journal.record_lease(f"job-gone-{n}", "lease-1", padding)
+            await journal.record_grant(f"job-gone-{n}", "lease-1", 1)
 
 
 def _token(settings: AgentSettings) -> str:
