@@ -41,8 +41,9 @@ class Housekeeping:
     """Prunes the journal now and every `interval_s`, after a recovery still owed.
 
     A failed write is tried again after a back-off that starts at `retry_initial_s`
-    and doubles up to `interval_s`: soon after the card has room again, without a
-    log line every few seconds while it stays full.
+    and doubles: up to `retry_max_s` for a recovery owed (it holds results the
+    coordinator waits for), up to `interval_s` for a prune (nothing waits for it,
+    and a card that stays full is not worth a log line every few seconds).
     """
 
     def __init__(
@@ -51,6 +52,7 @@ class Housekeeping:
         *,
         printer_id: str,
         retry_initial_s: float,
+        retry_max_s: float,
         recovery_owed: bool,
         on_recovered: Callable[[RecoveryPlan], None],
         interval_s: float = PRUNE_INTERVAL_S,
@@ -60,30 +62,36 @@ class Housekeeping:
         self.recovery_owed = recovery_owed
         self.on_recovered = on_recovered
         self.interval_s = interval_s
-        self.backoff = Backoff(retry_initial_s, interval_s)
+        self.recovery_backoff = Backoff(retry_initial_s, retry_max_s)
+        self.prune_backoff = Backoff(retry_initial_s, max(retry_initial_s, interval_s))
 
     async def run(self, stopping: asyncio.Event) -> None:
         delay_s = 0.0  # the first round at start-up
         while await sleep_unless_stopped(delay_s, stopping):
-            delay_s = self.interval_s if await self.round() else self.backoff.next_delay()
+            delay_s = await self.round()
 
-    async def round(self) -> bool:
-        """The recovery if still owed, then a prune; False when the journal refused a write."""
-        writing = "recover"
-        try:
-            if self.recovery_owed:
+    async def round(self) -> float:
+        """The recovery if still owed, then a prune; how long to wait for the next round."""
+        if self.recovery_owed:
+            try:
                 plan = await self.journal.recover()
-                self.recovery_owed = False
-                log_recovery(self.printer_id, plan)
-                self.on_recovered(plan)
-            writing = "prune"
+            except JournalWriteError as error:
+                self._failed("recover", error)
+                return self.recovery_backoff.next_delay()
+            self.recovery_owed = False
+            log_recovery(self.printer_id, plan)
+            self.on_recovered(plan)
+        try:
             await self.journal.prune()
         except JournalWriteError as error:
-            log_event("journal_failed", logging.ERROR, printer_id=self.printer_id,
-                      writing=writing, error=str(error))  # fmt: skip
-            return False
-        self.backoff.reset()
-        return True
+            self._failed("prune", error)
+            return self.prune_backoff.next_delay()
+        self.prune_backoff.reset()
+        return self.interval_s
+
+    def _failed(self, writing: str, error: JournalWriteError) -> None:
+        log_event("journal_failed", logging.ERROR, printer_id=self.printer_id, writing=writing,
+                  error=str(error))  # fmt: skip
 
 
 def log_recovery(printer_id: str, plan: RecoveryPlan) -> None:

@@ -294,7 +294,8 @@ class Agent:
         )  # fmt: skip
         housekeeping = Housekeeping(
             journal, printer_id=settings.printer_id, retry_initial_s=settings.retry_initial_s,
-            recovery_owed=self.recovery is None, on_recovered=self._recovered_late,
+            retry_max_s=settings.retry_max_s, recovery_owed=self.recovery is None,
+            on_recovered=self._recovered_late,
         )  # fmt: skip
         background = self._stopping_background
         # The first heartbeat waits for the first probe, but not for a whole silent one.
