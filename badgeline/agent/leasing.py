@@ -114,7 +114,8 @@ class LeaseLoop:
             # Without a journaled lease there is no safe print; the coordinator
             # takes the job back when the lease expires.
             _abandon(preparing)
-            log_event("journal_failed", logging.ERROR, error=str(error), **ticket.trace())
+            log_event("journal_failed", logging.ERROR, writing="record_lease", error=str(error),
+                      **ticket.trace())  # fmt: skip
             await self.slots.give_back()
             await sleep_unless_stopped(self.backoff.next_delay(), stopping)
             return
@@ -165,7 +166,8 @@ class LeaseLoop:
         try:
             await self.journal.record_failed(ticket.job_id, ticket.lease_id, reason)
         except JournalError as error:
-            log_event("journal_failed", logging.ERROR, error=str(error), **ticket.trace())
+            log_event("journal_failed", logging.ERROR, writing="record_failed", error=str(error),
+                      **ticket.trace())  # fmt: skip
         else:
             self.outbox.notify()
         await self.slots.give_back()

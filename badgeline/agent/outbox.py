@@ -7,6 +7,11 @@ harmless. The loop backs off while the coordinator is away and logs the
 outage once, not once per attempt; and it stops backing off as soon as any
 other call to the coordinator succeeds (a heartbeat, a lease), so results
 go out the moment the coordinator is back, not up to a back-off cap later.
+
+A journal that cannot be written (a full or read-only SD card) does not stop
+the loop. A confirmation it cannot mark ends the flush and backs off like an
+outage: the ack stays in the outbox, is sent again later (the coordinator
+answers a repeat the same way) and is marked once the journal takes writes.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import logging
 from typing import Any
 
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
-from badgeline.agent.journal import Journal, LocalJobState, PendingAck
+from badgeline.agent.journal import Journal, JournalWriteError, LocalJobState, PendingAck
 from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.agent_models import MAX_ERROR_TEXT, AckRequest
@@ -106,12 +111,12 @@ class AckOutbox:
                 pending.job_id, request, correlation_id=trace["correlation_id"]
             )
         except CoordinatorUnavailable as error:
-            return await self._failed(pending, str(error), coordinator_away=True)
+            return await self._failed(pending, str(error), trace, coordinator_away=True)
         except CoordinatorRejected as rejected:
             if rejected.status != 404:
                 # The coordinator answered: waking on its next answer would only
                 # repeat the refusal, so this one waits out the whole back-off.
-                return await self._failed(pending, str(rejected), coordinator_away=False)
+                return await self._failed(pending, str(rejected), trace, coordinator_away=False)
             # The coordinator has no such job (its store was reset): no retry can
             # ever land, and keeping it would block every later ack.
             log_event("ack_abandoned", logging.ERROR, result=str(pending.result),
@@ -120,18 +125,40 @@ class AckOutbox:
             log_event("ack_confirmed", result=str(pending.result), state=str(answer.state),
                       recorded=answer.recorded, attempts=pending.attempts + 1, **trace)  # fmt: skip
         self.outage.succeeded()
-        self.backoff.reset()
         self._comeback.coordinator_answered()
-        await self.journal.mark_acked(pending.job_id, pending.lease_id)
+        if not await self._marked(pending, trace):
+            return False
+        self.backoff.reset()  # only now: a confirmation it cannot mark is no progress
         async with self._confirmed:
             self._confirmed.notify_all()
         return True
 
-    async def _failed(self, pending: PendingAck, problem: str, *, coordinator_away: bool) -> bool:
+    async def _marked(self, pending: PendingAck, trace: dict[str, Any]) -> bool:
+        """Leave the outbox; False when the journal cannot be written."""
+        try:
+            await self.journal.mark_acked(pending.job_id, pending.lease_id)
+        except JournalWriteError as error:
+            # Carrying on would read the same ack again and resend it in a tight
+            # loop. Back off instead, the whole delay: the coordinator answered, so
+            # its next answer to another loop is no reason to try sooner.
+            self._comeback.coordinator_away(False)
+            log_event("journal_failed", logging.ERROR, writing="mark_acked", error=str(error),
+                      result=str(pending.result), **trace)  # fmt: skip
+            return False
+        return True
+
+    async def _failed(
+        self, pending: PendingAck, problem: str, trace: dict[str, Any], *, coordinator_away: bool
+    ) -> bool:
         # Only answers after this failure count as the coordinator coming back.
         self._comeback.coordinator_away(coordinator_away)
         self.outage.failed(problem)
-        await self.journal.record_ack_attempt(pending.job_id, pending.lease_id)
+        try:
+            await self.journal.record_ack_attempt(pending.job_id, pending.lease_id)
+        except JournalWriteError as error:
+            # Only a count of failed deliveries: the ack itself is still owed.
+            log_event("journal_failed", logging.ERROR, writing="record_ack_attempt",
+                      error=str(error), **trace)  # fmt: skip
         return False
 
 

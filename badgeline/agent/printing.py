@@ -42,7 +42,7 @@ from typing import Any
 
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.health import PrinterWatch, can_print
-from badgeline.agent.journal import Journal, JournalError
+from badgeline.agent.journal import Journal, JournalError, JournalWriteError
 from badgeline.agent.outbox import AckOutbox, clip_error
 from badgeline.agent.prepare import JobTicket, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, MarkNotSentError, PrinterLinkError
@@ -179,7 +179,13 @@ class PrintLoop:
             return None
         if not decision.granted:
             reason = decision.reason or "refused"
-            await self.journal.record_dropped(ticket.job_id, ticket.lease_id, reason)
+            try:
+                await self.journal.record_dropped(ticket.job_id, ticket.lease_id, reason)
+            except JournalWriteError as error:
+                # Nothing prints either way. The lease stays journaled `leased`: the
+                # next start asks for its grant again and is refused again.
+                log_event("journal_failed", logging.ERROR, writing="record_dropped",
+                          error=str(error), **ticket.trace())  # fmt: skip
             log_event("start_refused", logging.WARNING, reason=reason, **ticket.trace())
             return None
         granted = _Granted(badge, decision.fence or 0)
@@ -189,7 +195,8 @@ class PrintLoop:
             # No journaled grant, no print (invariant 5). The coordinator holds the
             # job as printing: tell it directly, since the outbox lives in the journal.
             reason = f"journal write failed before printing: {error}"
-            log_event("journal_failed", logging.ERROR, error=reason, **granted.trace())
+            log_event("journal_failed", logging.ERROR, writing="record_grant", error=reason,
+                      **granted.trace())  # fmt: skip
             await self._ack_without_journal(ticket, AckResult.FAILED, reason, granted.fence)
             return None
         return granted
@@ -431,8 +438,8 @@ class PrintLoop:
         except JournalError as error:
             # The badge is a physical fact the journal could not keep: report it
             # now, or a restart would call it uncertain and print it again.
-            log_event("journal_failed", logging.ERROR, error=str(error), result=str(result),
-                      **ticket.trace())  # fmt: skip
+            log_event("journal_failed", logging.ERROR, writing=f"record_{result}",
+                      error=str(error), result=str(result), **ticket.trace())  # fmt: skip
             await self._ack_without_journal(ticket, result, reason, fence)
 
     async def _ack_without_journal(

@@ -14,6 +14,11 @@ Start-up recovery comes first, from what the journal remembers:
 - leases never granted: the lease loop prepares them and asks for the grant
   again; a refusal drops them.
 
+A journal that cannot be written (a full or read-only SD card) stops no loop
+and not the start: each failed write is logged as `journal_failed` and the
+work waits for space (housekeeping.py, outbox.py). A loop that dies of
+anything else stops the agent, for systemd to start it again.
+
 A stop (SIGTERM) lets the badge being printed finish and its result be
 journaled; jobs not yet granted stay `leased` in the journal for the next
 start. Every journal change is one SQLite transaction, so even a stop that
@@ -40,13 +45,14 @@ from badgeline.agent.client import CoordinatorClient
 from badgeline.agent.config import AgentSettings
 from badgeline.agent.fetch import BadgeFetcher
 from badgeline.agent.health import Heartbeat, PrinterWatch, probe_forever
+from badgeline.agent.housekeeping import Housekeeping, recover_at_start
 from badgeline.agent.journal import Journal, JournalSettings, RecoveryPlan
 from badgeline.agent.leasing import LeaseLoop
 from badgeline.agent.outbox import AckOutbox
 from badgeline.agent.prepare import BadgePreparer, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, link_for
 from badgeline.agent.printing import PrintLoop
-from badgeline.agent.retry import Backoff, sleep_unless_stopped
+from badgeline.agent.retry import Backoff
 from badgeline.agent.slots import JobSlots
 from badgeline.agent.status import LastProblem, StatusServer
 from badgeline.agent.testprint import DiagnosticPrinter
@@ -60,7 +66,6 @@ if TYPE_CHECKING:
 # After the loops stop, one last try to deliver results, bounded: a stop must not
 # hang on a coordinator that is away (the journal keeps them for the next start).
 FINAL_FLUSH_S = 3.0
-PRUNE_INTERVAL_S = 3600.0
 FIRST_PROBE_WAIT_MAX_S = 5.0
 
 
@@ -224,9 +229,8 @@ class Agent:
         self._journal = await Journal.open(JournalSettings(path=settings.journal_path))
         if self._journal.moved_aside is not None:
             log_event("journal_rebuilt", logging.ERROR, moved_to=str(self._journal.moved_aside))
-        self.recovery = await self._journal.recover()
-        await self._journal.prune()
-        _log_recovery(settings.printer_id, self.recovery)
+        # None: not written (the card is full); the housekeeping loop runs it later.
+        self.recovery = await recover_at_start(self._journal, settings.printer_id)
         self._client = CoordinatorClient(
             settings.coordinator_url,
             settings.printer_id,
@@ -266,7 +270,7 @@ class Agent:
         settings = self.settings
         client, journal, link = self._client, self._journal, self._link
         assert client is not None and journal is not None and link is not None
-        assert self._preparer is not None and self.recovery is not None
+        assert self._preparer is not None
         self._outbox = AckOutbox(client, journal, self._backoff())
         # Pipelined badges hold a job each besides the prefetched ones.
         slots = JobSlots(settings.prefetch + settings.print_pipeline_depth - 1)
@@ -281,11 +285,17 @@ class Agent:
         lease_loop = LeaseLoop(
             client=client, journal=journal, preparer=self._preparer, watch=self.watch,
             outbox=self._outbox, slots=slots, queue=queue, lease_wait_s=settings.lease_wait_s,
-            backoff=self._backoff(), recovered=self.recovery.grants_to_retry,
+            backoff=self._backoff(),
+            recovered=self.recovery.grants_to_retry if self.recovery is not None else [],
         )  # fmt: skip
         self.heartbeat = heartbeat = Heartbeat(
             client, journal, self.watch, agent_id=settings.agent_id, labels=settings.labels,
             interval_s=settings.heartbeat_interval_s, backoff=self._backoff(),
+        )  # fmt: skip
+        housekeeping = Housekeeping(
+            journal, printer_id=settings.printer_id, retry_initial_s=settings.retry_initial_s,
+            retry_max_s=settings.retry_max_s, recovery_owed=self.recovery is None,
+            on_recovered=self._recovered_late,
         )  # fmt: skip
         background = self._stopping_background
         # The first heartbeat waits for the first probe, but not for a whole silent one.
@@ -295,7 +305,7 @@ class Agent:
                                                background)),
             self._spawn("heartbeat", heartbeat.run(background, first_probe_wait_s)),
             self._spawn("ack-outbox", self._outbox.run(background)),
-            self._spawn("housekeeping", self._prune_forever(background)),
+            self._spawn("housekeeping", housekeeping.run(background)),
         ]  # fmt: skip
         self._work_tasks = [
             self._spawn("print", self._print_loop.run(self._stopping_work)),
@@ -357,9 +367,10 @@ class Agent:
             self.exit_code = 1
             self.request_stop()
 
-    async def _prune_forever(self, stopping: asyncio.Event) -> None:
-        while await sleep_unless_stopped(PRUNE_INTERVAL_S, stopping):
-            await self.journal.prune()
+    def _recovered_late(self, plan: RecoveryPlan) -> None:
+        """The start-up recovery, written once the card had room: send what it queued."""
+        self.recovery = plan
+        self.outbox.notify()
 
     def _abandoned(self) -> None:
         current = self._print_loop.current if self._print_loop else None
@@ -388,18 +399,3 @@ async def _finish(tasks: list[asyncio.Task[None]], grace_s: float, on_timeout: A
     for task in pending:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _log_recovery(printer_id: str, plan: RecoveryPlan) -> None:
-    for entry in plan.marked_uncertain:
-        log_event("recovered_uncertain", logging.WARNING, printer_id=printer_id,
-                  job_id=entry.job_id, lease_id=entry.lease_id,
-                  idempotency_key=entry.payload.get("idempotency_key"),
-                  correlation_id=entry.payload.get("correlation_id"))  # fmt: skip
-    log_event(
-        "journal_recovered",
-        printer_id=printer_id,
-        acks_to_send=len(plan.acks_to_send),
-        marked_uncertain=len(plan.marked_uncertain),
-        grants_to_retry=len(plan.grants_to_retry),
-    )

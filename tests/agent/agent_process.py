@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import resource
 import secrets
 import signal
 import sys
@@ -22,6 +23,13 @@ from badgeline.emulator import PrinterEmulator
 from tests.conftest import agent_token
 
 LOOPBACK = ["127.0.0.1"]
+# The longest agent log line the pipe reader takes in one piece (a traceback is one line).
+_LINE_LIMIT = 1 << 20
+_LIMITED_EXEC = (
+    "import os, resource, sys;"
+    " resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), resource.RLIM_INFINITY));"
+    " os.execv(sys.executable, [sys.executable, *sys.argv[2:]])"
+)
 
 
 def unique_printer_id() -> str:
@@ -64,27 +72,79 @@ def _toml(value: Any) -> str:
 class AgentProcess:
     """`python -m badgeline.cli agent --config …`, stopped with SIGTERM like systemd does."""
 
-    def __init__(self, config: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        env: dict[str, str] | None = None,
+        *,
+        log_through_pipe: bool = False,
+        file_size_limit: int | None = None,
+    ) -> None:
         self.config = config
         self.env = env
         # A file, not a pipe: nobody has to keep reading it for the agent to keep going.
+        # With `log_through_pipe` the test reads a pipe into that file instead, as
+        # journald reads a unit's output: an agent whose own files may not grow (a
+        # full card) still gets every line out.
         self.log = config.with_suffix(".log")
+        self.log_through_pipe = log_through_pipe
+        # RLIMIT_FSIZE from the first instruction on: the kernel refuses to write any
+        # file of the agent past this many bytes (see `limit_file_size`).
+        self.file_size_limit = file_size_limit
         self.process: asyncio.subprocess.Process | None = None
+        self._pump: asyncio.Task[None] | None = None
 
     async def start(self) -> AgentProcess:
+        command = ["-m", "badgeline.cli", "agent", "--config", str(self.config)]
+        if self.file_size_limit is not None:
+            # Set in a Python that then becomes the agent (exec keeps the limit): no
+            # preexec_fn, which is unsafe in this threaded test process.
+            command = ["-c", _LIMITED_EXEC, str(self.file_size_limit), *command]
         with self.log.open("wb") as log:
             self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "badgeline.cli", "agent", "--config", str(self.config),
-                stdout=asyncio.subprocess.DEVNULL, stderr=log, env=self.env,
+                sys.executable, *command, stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE if self.log_through_pipe else log,
+                env=self.env, limit=_LINE_LIMIT,
             )  # fmt: skip
+        if self.process.stderr is not None:
+            self._pump = asyncio.create_task(self._copy_log(self.process.stderr))
         return self
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def limit_file_size(self, limit: int | None) -> None:
+        """From now on the kernel refuses to write any of the agent's files past `limit`
+        bytes (0: any write at all), as on a full or read-only card; None lifts it.
+
+        SQLite sees the refusal as a failed write (SQLITE_IOERR_WRITE or SQLITE_FULL);
+        a pipe is no file, so log lines sent through one still get out.
+        """
+        soft = resource.RLIM_INFINITY if limit is None else limit
+        resource.prlimit(self.pid, resource.RLIMIT_FSIZE, (soft, resource.RLIM_INFINITY))
+
+    async def _copy_log(self, stream: asyncio.StreamReader) -> None:
+        with self.log.open("ab") as log:
+            while line := await stream.readline():
+                log.write(line)
+                log.flush()
+
+    async def _log_copied(self) -> None:
+        if self._pump is not None:
+            # A render worker shares the agent's stderr; it ends when the agent does.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._pump), 10)
 
     async def terminate(self, timeout_s: float = 30.0) -> int:
         """SIGTERM, then the exit code."""
         assert self.process is not None
         if self.process.returncode is None:
             self.process.send_signal(signal.SIGTERM)
-        return await asyncio.wait_for(self.process.wait(), timeout_s)
+        code = await asyncio.wait_for(self.process.wait(), timeout_s)
+        await self._log_copied()
+        return code
 
     def events(self) -> list[dict[str, Any]]:
         lines = self.log.read_text(errors="replace").splitlines()
@@ -98,3 +158,4 @@ class AgentProcess:
             self.process.kill()
             with contextlib.suppress(ProcessLookupError):
                 await self.process.wait()
+        await self._log_copied()
