@@ -8,17 +8,9 @@ from tests.ops.conftest import MakeVenue
 from tests.ops.venue import Venue
 
 
-async def _printed_job(venue: Venue) -> str:
-    agent = venue.agent("printer-a")
-    await agent.heartbeat()
-    (job_id,) = await venue.submit("printer-a")
-    assert await agent.print_next() == job_id
-    return job_id
-
-
 async def test_a_reprint_is_a_new_linked_job_and_the_original_is_untouched(venue: Venue) -> None:
     # GIVEN a printed badge
-    original_id = await _printed_job(venue)
+    original_id = await venue.printed_job()
     before = await venue.job(original_id)
     # WHEN the operator reprints it twice, with reasons
     first = await venue.cli_ok("reprint", original_id, "--reason", "badge lost", "--json")
@@ -45,7 +37,7 @@ async def test_a_reprint_is_a_new_linked_job_and_the_original_is_untouched(venue
 
 
 async def test_a_reprint_can_go_to_another_printer(venue: Venue) -> None:
-    original_id = await _printed_job(venue)
+    original_id = await venue.printed_job()
     await venue.agent("printer-b").heartbeat()
     body = {"reason": "printer-a is slow", "printer_target": "printer-b"}
     reprint = await venue.ops("POST", f"/v1/jobs/{original_id}/reprint", body)
@@ -66,7 +58,7 @@ async def test_an_unfinished_job_is_not_reprinted(venue: Venue) -> None:
 
 
 async def test_reprint_needs_an_operator_and_a_known_job(venue: Venue) -> None:
-    original_id = await _printed_job(venue)
+    original_id = await venue.printed_job()
     await venue.api("POST", f"/v1/jobs/{original_id}/reprint", auth(KIOSK_TOKEN),
                     {"reason": "x"}, status=403)  # fmt: skip
     await venue.ops("POST", f"/v1/jobs/{original_id}/reprint", {}, status=422)
@@ -76,7 +68,7 @@ async def test_reprint_needs_an_operator_and_a_known_job(venue: Venue) -> None:
 
 async def test_a_mistyped_target_printer_is_refused_and_nothing_is_queued(venue: Venue) -> None:
     # GIVEN a printed badge
-    original_id = await _printed_job(venue)
+    original_id = await venue.printed_job()
     # WHEN the operator sends its reprint to printer-a1 meaning printer-a
     typo = await venue.cli("reprint", original_id, "--reason", "lost", "--target", "printer-a1")
     # THEN it is refused with the known printers, and no reprint was made

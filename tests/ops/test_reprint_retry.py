@@ -12,14 +12,6 @@ from urllib.parse import urlsplit
 from tests.ops.venue import Venue
 
 
-async def _printed_job(venue: Venue) -> str:
-    agent = venue.agent("printer-a")
-    await agent.heartbeat()
-    (job_id,) = await venue.submit("printer-a")
-    assert await agent.print_next() == job_id
-    return job_id
-
-
 async def _reprints_of(venue: Venue, job_id: str) -> list[str]:
     attendee = (await venue.job(job_id))["attendee_id"]
     listed = await venue.ops("GET", f"/v1/jobs?attendee_id={attendee}")
@@ -27,7 +19,7 @@ async def _reprints_of(venue: Venue, job_id: str) -> list[str]:
 
 
 async def test_the_same_request_id_again_answers_the_reprint_it_made(venue: Venue) -> None:
-    original_id = await _printed_job(venue)
+    original_id = await venue.printed_job()
     body = {"reason": "badge lost", "request_id": "desk-7-0001"}
     # GIVEN a reprint made under a request id
     first = await venue.ops("POST", f"/v1/jobs/{original_id}/reprint", body, status=201)
@@ -45,7 +37,7 @@ async def test_the_same_request_id_again_answers_the_reprint_it_made(venue: Venu
 
 
 async def test_a_request_id_reused_for_another_reprint_is_a_conflict(venue: Venue) -> None:
-    original_id = await _printed_job(venue)
+    original_id = await venue.printed_job()
     body = {"reason": "badge lost", "request_id": "desk-7-0003"}
     first = await venue.ops("POST", f"/v1/jobs/{original_id}/reprint", body, status=201)
     # WHEN the same id asks for a different reprint (another priority)
@@ -59,7 +51,7 @@ async def test_a_request_id_reused_for_another_reprint_is_a_conflict(venue: Venu
 
 
 async def test_a_malformed_request_id_is_refused_by_name(venue: Venue) -> None:
-    original_id = await _printed_job(venue)
+    original_id = await venue.printed_job()
     refused = await venue.ops("POST", f"/v1/jobs/{original_id}/reprint",
                               {"reason": "lost", "request_id": "a b"}, status=422)  # fmt: skip
     assert [f["loc"] for f in refused["error"]["fields"]] == [["request_id"]]
@@ -105,7 +97,7 @@ async def answer_losing_proxy(target_url: str, lose: int) -> AsyncIterator[str]:
 
 
 async def test_the_cli_retries_a_lost_answer_without_a_second_badge(venue: Venue) -> None:
-    original_id = await _printed_job(venue)
+    original_id = await venue.printed_job()
     # GIVEN a network that loses the coordinator's first answer
     async with answer_losing_proxy(venue.url, lose=1) as url:
         # WHEN the operator reprints through it
@@ -120,7 +112,7 @@ async def test_the_cli_retries_a_lost_answer_without_a_second_badge(venue: Venue
 async def test_a_reprint_whose_answer_is_lost_twice_names_the_id_to_finish_it(
     venue: Venue,
 ) -> None:
-    original_id = await _printed_job(venue)
+    original_id = await venue.printed_job()
     async with answer_losing_proxy(venue.url, lose=2) as url:
         result = await dataclasses.replace(venue, url=url).cli(
             "reprint", original_id, "--reason", "badge lost"

@@ -156,6 +156,14 @@ class Venue:
     def agent(self, printer_id: str) -> PlayedAgent:
         return self.agents.setdefault(printer_id, PlayedAgent(self, printer_id))
 
+    async def printed_job(self, printer_id: str = "printer-a") -> str:
+        """A job submitted and printed on `printer_id` (a badge that can be reprinted)."""
+        agent = self.agent(printer_id)
+        await agent.heartbeat()
+        (job_id,) = await self.submit(printer_id)
+        assert await agent.print_next() == job_id
+        return job_id
+
     async def cli(self, *args: str, token: str | None = OPERATOR_TOKEN) -> CliResult:
         """The operator CLI as a subprocess; asyncio's, so this loop keeps serving."""
         env = {**os.environ, "BADGELINE_URL": self.url}
