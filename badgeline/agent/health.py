@@ -178,7 +178,8 @@ class Heartbeat:
             counts = await self.journal.counts()
         except JournalError as error:
             # A sick journal must not silence the printer's health: send without counts.
-            log_event("journal_counts_failed", logging.WARNING, error=str(error))
+            log_event("journal_counts_failed", logging.WARNING, error=str(error),
+                      printer_id=self.client.printer_id)  # fmt: skip
             counts = {}
         beat = HeartbeatRequest(
             agent_id=self.agent_id,
