@@ -19,7 +19,7 @@ other on the same journal: one start not counted, then `--runs` measured.
   once the agent has sent heartbeats for `--settle` seconds, for the agent
   process and, apart, for its children (the badge render worker, a plain
   subprocess that imports PDFium and Pillow, see
-  badgeline/agent/badge/sandbox.py; by default it runs only from a badge until
+  badgeline/badge/sandbox.py; by default it runs only from a badge until
   `render_worker_idle_s` without one, so an idle agent has none).
 - Bytecode: with PYTHONDONTWRITEBYTECODE=1 inherited, every start would compile
   badgeline from source, which an installed wheel never does; so the processes

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from badgeline import samples
-from badgeline.agent.badge import (
+from badgeline.badge import (
     WIDTH_DOTS_80MM,
     BadgeRenderWorker,
     badge_to_escpos,

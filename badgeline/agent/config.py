@@ -34,8 +34,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from badgeline.agent.badge.limits import BadgeLimits
 from badgeline.agent.printers.connection import PrinterConnection
+from badgeline.badge.limits import BadgeLimits
 from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
 from badgeline.toml_env import ConfigError, load_toml_env  # noqa: F401  (ConfigError: this API)
 
@@ -174,10 +174,12 @@ class AgentSettings(BaseModel):
         " every badge in flight `uncertain`",
     )
     print_confirm_timeout_s: float = Field(
-        default=30.0,
+        default=60.0,
         gt=0,
-        le=300,
-        description="with process_id: longest wait for a badge to come out before it is uncertain",
+        le=600,
+        description="with process_id: longest wait for a badge to come out, once the printer has"
+        " taken all of it, before it is uncertain; above the printer's time per badge (card"
+        " printers take 30 s)",
     )
 
     # ------------------------------------------------------------ loops and timing
@@ -201,7 +203,14 @@ class AgentSettings(BaseModel):
         default=10.0, gt=0, le=300, description="a coordinator call (beyond a lease's wait)"
     )
     fetch_timeout_s: float = Field(
-        default=15.0, gt=0, le=300, description="fetching one badge PDF over http(s)"
+        default=10.0, gt=0, le=300, description="one request for a badge PDF over http(s)"
+    )
+    badge_budget_s: float = Field(
+        default=10.0,
+        ge=1,
+        le=300,
+        description="the whole preparation of one badge (fetch with its retries, checks,"
+        " render) or it fails as `fetch_timeout`; never more than half the job's lease",
     )
     retry_initial_s: float = Field(
         default=0.5, gt=0, le=60, description="first back-off delay of every retry loop"

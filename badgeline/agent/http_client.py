@@ -13,7 +13,8 @@ What callers see:
   answer's body is cut at `ERROR_BODY_CAP`: its status is what matters);
 - `TimeoutError` when `timeout_s` passes (connecting and redirects included);
 - `HttpFailure` when no answer came: refused, reset, TLS or protocol failure,
-  a URL or header that cannot be sent, too many redirects;
+  a URL or header that cannot be sent; `TooManyRedirects` (one of them) when
+  the redirects do not end;
 - `BodyTooLarge` when a success's body passes `max_body` (the rest is never read).
 
 Connections are kept per scheme, host and port and reused while they are
@@ -59,6 +60,10 @@ URL_SAFE = "/%:@!$&'()*+,;=-._~"
 
 class HttpFailure(Exception):
     """No HTTP answer came: the connection was refused, reset or broken, or TLS failed."""
+
+
+class TooManyRedirects(HttpFailure):
+    """The redirects went on past `MAX_REDIRECTS` (a loop, most likely)."""
 
 
 class BodyTooLarge(Exception):
@@ -181,7 +186,7 @@ class HttpClient:
                 if response.status == 303 or (response.status in (301, 302) and method == "POST"):
                     method, body = "GET", b""
                 target = following
-        raise HttpFailure(f"more than {MAX_REDIRECTS} redirects, the last to {url}")
+        raise TooManyRedirects(f"more than {MAX_REDIRECTS} redirects, the last to {url}")
 
     async def _send(
         self,

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
+from typing import Any
 
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.health import PrinterWatch
@@ -30,6 +32,9 @@ from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unle
 from badgeline.agent.slots import JobSlots
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.agent_models import LeasedJob
+from badgeline.protocol.failures import FailureReason
+
+log = logging.getLogger(__name__)
 
 # An empty answer quicker than this is not a long-poll (the coordinator caps the
 # wait at 0, or this agent asked for none): pause this long so it is no tight loop.
@@ -76,7 +81,9 @@ class LeaseLoop:
             jobs = await self._lease(free, stopping)
             for job in jobs or []:
                 self.slots.take()
-                await self._take(job, stopping)
+                ticket = JobTicket(self.client.printer_id, job.job_id, job.lease_id,
+                                   dict(job.job), job.lease_ttl_s)  # fmt: skip
+                await self._as_the_jobs_problem(ticket, self._take(ticket, stopping))
 
     async def _resume_recovered(self, stopping: asyncio.Event) -> None:
         """Leases journaled before a restart but never granted: try for their grant first."""
@@ -87,7 +94,25 @@ class LeaseLoop:
             self.slots.take()
             ticket = JobTicket.from_entry(self.client.printer_id, entry)
             log_event("lease_resumed", **ticket.trace())
-            await self._prepare_and_queue(ticket, stopping)
+            await self._as_the_jobs_problem(ticket, self._prepare_and_queue(ticket, stopping))
+
+    async def _as_the_jobs_problem(
+        self, ticket: JobTicket, handling: Coroutine[Any, Any, None]
+    ) -> None:
+        """Run one job's handling; a fault in it fails that job, never this loop.
+
+        Whatever a kiosk sent, or a damaged journal handed back, must not stop
+        the agent: a loop that died here would die again on the same lease at
+        every start, and failover would carry the job to the next printer's agent.
+        """
+        try:
+            await handling
+        except Exception:
+            log.exception("handling lease %s of %s failed", ticket.lease_id, ticket.job_id)
+            await self._fail_before_grant(
+                ticket, FailureReason.INTERNAL,
+                "the agent could not handle this job (see the agent's log)",
+            )  # fmt: skip
 
     async def _lease(self, free: int, stopping: asyncio.Event) -> list[LeasedJob] | None:
         asked_at = asyncio.get_running_loop().time()
@@ -104,12 +129,11 @@ class LeaseLoop:
             await sleep_unless_stopped(MIN_EMPTY_POLL_S - answered_in, stopping)
         return jobs
 
-    async def _take(self, job: LeasedJob, stopping: asyncio.Event) -> None:
-        ticket = JobTicket(self.client.printer_id, job.job_id, job.lease_id, dict(job.job))
+    async def _take(self, ticket: JobTicket, stopping: asyncio.Event) -> None:
         preparing = asyncio.ensure_future(self.preparer.prepare(ticket))
         try:
             await self._after_own_results_confirmed(ticket)
-            entry = await self.journal.record_lease(job.job_id, job.lease_id, job.job)
+            entry = await self.journal.record_lease(ticket.job_id, ticket.lease_id, ticket.payload)
         except JournalError as error:
             # Without a journaled lease there is no safe print; the coordinator
             # takes the job back when the lease expires.
@@ -154,17 +178,20 @@ class LeaseLoop:
         try:
             badge = await preparing
         except BadgeUnprintable as unprintable:
-            await self._fail_before_grant(ticket, unprintable.reason)
+            await self._fail_before_grant(ticket, unprintable.reason, unprintable.message)
             return
         # A stop while the queue is full leaves the job `leased` in the journal:
         # the next start asks for its grant again.
         await unless_stopped(self.queue.put(badge), stopping)
 
-    async def _fail_before_grant(self, ticket: JobTicket, reason: str) -> None:
+    async def _fail_before_grant(
+        self, ticket: JobTicket, reason: FailureReason, message: str
+    ) -> None:
         """A badge that cannot print needs no grant; the coordinator hears why through an ack."""
-        log_event("badge_unprintable", logging.WARNING, error=reason, **ticket.trace())
+        log_event("badge_unprintable", logging.WARNING, reason=str(reason), error=message,
+                  **ticket.trace())  # fmt: skip
         try:
-            await self.journal.record_failed(ticket.job_id, ticket.lease_id, reason)
+            await self.journal.record_failed(ticket.job_id, ticket.lease_id, message, reason)
         except JournalError as error:
             log_event("journal_failed", logging.ERROR, writing="record_failed", error=str(error),
                       **ticket.trace())  # fmt: skip

@@ -25,6 +25,7 @@ from badgeline.agent.journal import Journal, JournalWriteError, LocalJobState, P
 from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.agent_models import MAX_ERROR_TEXT, AckRequest
+from badgeline.protocol.states import AckResult
 
 BATCH = 32
 # The outbox also looks on its own this often, in case a wake-up was missed.
@@ -105,6 +106,7 @@ class AckOutbox:
             result=pending.result,
             error=clip_error(pending.error),
             fence=pending.fence,
+            reason=pending.reason if pending.result is AckResult.FAILED else None,
         )
         try:
             answer = await self.client.ack(

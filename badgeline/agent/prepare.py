@@ -19,12 +19,18 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from badgeline.agent.badge import BadgeLimits, BadgeRejected, BadgeRenderWorker
 from badgeline.agent.fetch import BadgeFetcher, FetchRefused
 from badgeline.agent.journal import JournalEntry
+from badgeline.badge import BadgeLimits, BadgeRejected, BadgeRenderWorker
 from badgeline.coordinator.events import log_event
+from badgeline.protocol.failures import FailureReason
 
 log = logging.getLogger(__name__)
+
+# The time one badge may take to be fetched, checked and rendered, unless the
+# agent's `badge_budget_s` says otherwise (and never more than half its lease).
+DEFAULT_BUDGET_S = 10.0
+MIN_BUDGET_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,8 @@ class JobTicket:
     job_id: str
     lease_id: str
     payload: dict[str, Any]
+    # How long the coordinator keeps the lease (None: unknown, a lease from the journal).
+    lease_ttl_s: float | None = None
 
     @classmethod
     def from_entry(cls, printer_id: str, entry: JournalEntry) -> JobTicket:
@@ -47,7 +55,8 @@ class JobTicket:
 
     @property
     def badge_pdf_ref(self) -> str:
-        return str(self.payload.get("badge_pdf_ref", ""))
+        value = self.payload.get("badge_pdf_ref")
+        return value if isinstance(value, str) else ""
 
     def trace(self) -> dict[str, Any]:
         """The fields every job log line carries (ARCHITECTURE invariant 8)."""
@@ -67,11 +76,12 @@ class PreparedBadge:
 
 
 class BadgeUnprintable(Exception):
-    """The badge cannot be printed; `reason` becomes the failed ack's error."""
+    """The badge cannot be printed: `reason` classifies why, `message` becomes the ack's error."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+    def __init__(self, reason: FailureReason, message: str) -> None:
+        super().__init__(message)
         self.reason = reason
+        self.message = message
 
 
 class BadgePreparer:
@@ -86,8 +96,10 @@ class BadgePreparer:
         footer: bool,
         in_sandbox: bool,
         worker_idle_s: float = 0.0,
+        budget_s: float = DEFAULT_BUDGET_S,
     ) -> None:
         self.fetcher = fetcher
+        self.budget_s = budget_s
         self.width_dots = width_dots
         self.limits = limits
         self.footer = footer
@@ -117,21 +129,46 @@ class BadgePreparer:
             await asyncio.to_thread(self._worker.close)
 
     async def prepare(self, ticket: JobTicket) -> PreparedBadge:
-        """The badge's ESC/POS bytes; `BadgeUnprintable` with the reason otherwise."""
+        """The badge's ESC/POS bytes; `BadgeUnprintable` with the reason otherwise.
+
+        Never anything else: whatever goes wrong while a job is prepared is that
+        job's failure, never the agent's. The whole preparation (fetch, checks,
+        render) has one time budget, well inside the job's lease.
+        """
         self._preparing += 1
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
+        budget_s = self.budget_for(ticket)
         try:
-            if self._worker is not None and self._worker.pid is None:
-                # Spawned now, so that it loads PDFium while the PDF is fetched.
-                await asyncio.to_thread(self._worker.start)
-            return await self._prepare(ticket)
+            async with asyncio.timeout(budget_s) as budget:
+                if self._worker is not None and self._worker.pid is None:
+                    # Spawned now, so that it loads PDFium while the PDF is fetched.
+                    await asyncio.to_thread(self._worker.start)
+                return await self._prepare(ticket)
+        except BadgeUnprintable:
+            raise
+        except TimeoutError:
+            if not budget.expired():
+                raise _internal(ticket) from None
+            raise BadgeUnprintable(
+                FailureReason.FETCH_TIMEOUT,
+                f"the badge was not fetched and rendered within its {budget_s:g} s budget",
+            ) from None
+        except Exception:
+            raise _internal(ticket) from None
         finally:
             self._preparing -= 1
             if self._preparing == 0 and self._worker is not None and self.worker_idle_s:
                 loop = asyncio.get_running_loop()
                 self._idle_timer = loop.call_later(self.worker_idle_s, self._stop_idle_worker)
+
+    def budget_for(self, ticket: JobTicket) -> float:
+        """The preparation's time budget: the setting, and at most half of the job's lease,
+        so that a badge that takes all of it still asks for its grant in time."""
+        if ticket.lease_ttl_s is None:
+            return self.budget_s
+        return max(MIN_BUDGET_S, min(self.budget_s, ticket.lease_ttl_s / 2))
 
     def _stop_idle_worker(self) -> None:
         self._idle_timer = None
@@ -147,20 +184,22 @@ class BadgePreparer:
         try:
             pdf = await self.fetcher.fetch(ticket.badge_pdf_ref)
         except FetchRefused as refused:
-            raise BadgeUnprintable(f"badge PDF unavailable: {refused.reason}") from None
+            raise BadgeUnprintable(refused.reason, refused.message) from None
         log_event("badge_fetched", logging.DEBUG, pdf_bytes=len(pdf), **ticket.trace())
         footer_job_id = ticket.job_id if self.footer else None
         try:
             escpos = await asyncio.to_thread(self._render, pdf, footer_job_id)
         except BadgeRejected as rejected:
             raise BadgeUnprintable(
-                f"badge PDF rejected ({rejected.reason_code.value}): {rejected.message}"
+                FailureReason(rejected.reason_code.value), rejected.message
             ) from None
-        except (ValueError, RuntimeError) as error:
-            # A bad width or a render worker that could not start: the badge did
-            # not print, and the coordinator must hear why.
+        except RuntimeError as error:
+            # The render worker could not start (out of memory or processes): the
+            # machine's problem, not the badge's.
             log.warning("rendering %s failed", ticket.job_id, exc_info=True)
-            raise BadgeUnprintable(f"badge could not be rendered: {error}") from None
+            raise BadgeUnprintable(
+                FailureReason.RENDER_UNAVAILABLE, f"the badge could not be rendered: {error}"
+            ) from None
         log_event(
             "badge_prepared", logging.DEBUG, bytes=len(escpos), pdf_bytes=len(pdf), **ticket.trace()
         )
@@ -169,6 +208,14 @@ class BadgePreparer:
     def _render(self, pdf: bytes, footer_job_id: str | None) -> bytes:
         if self._worker is not None:
             return self._worker.badge_to_escpos(pdf, self.width_dots, footer_job_id)
-        from badgeline.agent.badge.raster import badge_to_escpos
+        from badgeline.badge.raster import badge_to_escpos
 
         return badge_to_escpos(pdf, self.width_dots, footer_job_id, self.limits)
+
+
+def _internal(ticket: JobTicket) -> BadgeUnprintable:
+    """An unexpected fault while preparing a job: a bug, logged in full, that fails the job."""
+    log.exception("preparing %s failed unexpectedly", ticket.job_id)
+    return BadgeUnprintable(
+        FailureReason.INTERNAL, "the agent could not prepare this badge (see the agent's log)"
+    )

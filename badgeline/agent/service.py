@@ -260,6 +260,7 @@ class Agent:
             footer=settings.footer,
             in_sandbox=settings.render_in_sandbox,
             worker_idle_s=settings.render_worker_idle_s,
+            budget_s=settings.badge_budget_s,
         )
         await self._preparer.start()
 

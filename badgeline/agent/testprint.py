@@ -85,7 +85,7 @@ def footer_text(printer_id: str) -> str:
 
 def diagnostic_badge_escpos(printer_id: str, width_dots: int) -> bytes:
     """ESC/POS for the test badge: a framed card with the printer id, version and time."""
-    from badgeline.agent.badge.raster import encode_escpos
+    from badgeline.badge.raster import encode_escpos
 
     return encode_escpos(_draw(printer_id, width_dots), footer_text(printer_id))
 

@@ -21,6 +21,7 @@ from badgeline.coordinator import (
     reprint,
 )
 from badgeline.coordinator.auth import TokenAuthority
+from badgeline.coordinator.badge_checks import BadgeChecker
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR, Coordinator
 from badgeline.coordinator.events import log_event
@@ -68,6 +69,7 @@ def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Applica
         wakeups=WakeHub(redis, store.keys.wake_channel),
         router=Router(settings),
         failover=FailoverController(store, settings),
+        badge_checker=BadgeChecker(settings.artifact_max_bytes),
     )
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/openapi.json", openapi)
@@ -125,3 +127,4 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     await coordinator.wakeups.stop()
     if coordinator.agent_browser is not None:
         await coordinator.agent_browser.stop()
+    await coordinator.badge_checker.close()

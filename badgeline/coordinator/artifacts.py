@@ -2,16 +2,20 @@
 
 Content-addressed by SHA-256, so an upload is idempotent and an agent can
 check that what it fetched is what the kiosk rendered. Bodies are read as a
-stream with their own size limit (the JSON routes' limit is much smaller).
+stream with their own size limit (the JSON routes' limit is much smaller), and
+pass the badge rules (badge_checks.py) before they are stored: a PDF no agent
+would print is a 422 `badge_rejected` naming the reason.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 
 from aiohttp import web
 
+from badgeline.coordinator.badge_checks import BadgeChecker, BadgeRejected, CheckerUnavailable
 from badgeline.coordinator.context import authenticate
 from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import json_response
@@ -21,6 +25,7 @@ routes = web.RouteTableDef()
 
 _NAME = re.compile(r"^([0-9a-f]{64})\.pdf$")
 PDF_MAGIC = b"%PDF-"
+CHECK_RETRY_AFTER_S = 2
 
 
 def _sha256_of(request: web.Request) -> str:
@@ -57,6 +62,7 @@ async def put_artifact(request: web.Request) -> web.Response:
             ErrorCode.VALIDATION_FAILED,
             "the body's SHA-256 does not match the name; name the file by its own hash",
         )
+    await _check_badge(coordinator.badge_checker, body, sha256, identity.actor)
     key = coordinator.store.keys.artifact(sha256)
     created = await coordinator.store.redis.set(
         key, body, ex=coordinator.settings.artifact_ttl_s, nx=True
@@ -69,6 +75,25 @@ async def put_artifact(request: web.Request) -> web.Response:
         {"ref": f"artifact://{sha256}.pdf", "sha256": sha256, "size": len(body)},
         status=201 if created else 200,
     )
+
+
+async def _check_badge(checker: BadgeChecker, body: bytes, sha256: str, actor: str) -> None:
+    """The badge rules, now: a PDF no agent would print is refused at upload."""
+    try:
+        await checker.check(body)
+    except BadgeRejected as rejected:
+        log_event("artifact_rejected", logging.WARNING, sha256=sha256, size=len(body),
+                  actor=actor, reason=rejected.reason_code.value)  # fmt: skip
+        raise BadgelineError(
+            ErrorCode.BADGE_REJECTED, rejected.message, extra={"reason": rejected.reason_code.value}
+        ) from None
+    except CheckerUnavailable as error:
+        log_event("badge_check_unavailable", logging.ERROR, sha256=sha256, error=str(error))
+        raise BadgelineError(
+            ErrorCode.BADGE_CHECK_UNAVAILABLE,
+            "the badge could not be checked just now; upload it again shortly",
+            retry_after_s=CHECK_RETRY_AFTER_S,
+        ) from None
 
 
 @routes.get("/v1/artifacts/{name}")

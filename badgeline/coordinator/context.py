@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from badgeline.coordinator.auth import Identity, TokenAuthority
+from badgeline.coordinator.badge_checks import BadgeChecker
 from badgeline.coordinator.config import CoordinatorSettings, Role
 from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.routing import Router
@@ -24,6 +25,7 @@ class Coordinator:
     wakeups: WakeHub
     router: Router
     failover: FailoverController
+    badge_checker: BadgeChecker
     agent_browser: AgentBrowser | None = None
     # Set by a heartbeat that changed a printer's state, so the monitor acts now
     # instead of at its next tick.

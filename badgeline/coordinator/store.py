@@ -20,6 +20,7 @@ from badgeline.coordinator.redis_client import RedisClient
 from badgeline.coordinator.routing import Route, no_printer_available
 from badgeline.coordinator.script_loader import LoadedScript, load_scripts
 from badgeline.protocol.errors import BadgelineError, ErrorCode
+from badgeline.protocol.failures import is_permanent
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, JobView, PrintJob
 from badgeline.protocol.states import JobState, PrinterState
 
@@ -254,6 +255,7 @@ class JobStore:
                 self.settings.max_attempts, actor, k.wake_channel, self.settings.uncertain_policy,
                 int(self.settings.retry_backoff_unit_s * 1000),
                 int(self.settings.retry_backoff_cap_s * 1000), random.uniform(0.8, 1.2),
+                str(ack.reason or ""), "1" if is_permanent(ack.reason) else "0",
             ],
         )  # fmt: skip
         if int(reply[0]) == -2:
@@ -349,8 +351,11 @@ class JobStore:
              k.wake_channel, candidates_by_printer],
         )  # fmt: skip
         code, detail = int(reply[0]), _text(reply[1])
-        outcomes = {1: "queued", 2: "suppressed", 3: "still_shed"}
+        outcomes = {1: "queued", 2: "suppressed", 3: "still_shed", 4: "refused"}
         outcome = outcomes.get(code, "not_dead_lettered")
+        if outcome == "refused":
+            detail = (f"it failed for good ({detail or 'permanent'}): no retry can print it;"
+                      " fix the badge and submit it as a new job (or reprint it)")  # fmt: skip
         return RedriveOutcome(job_id, outcome, detail, _text(fields[1] or ""), trace)
 
 
@@ -373,6 +378,8 @@ def job_view(fields: dict[Any, Any], history: list[Any], prints: int) -> JobView
             "created_at": int(f["created_ms"]) / 1000,
             "updated_at": int(f.get("updated_ms", f["created_ms"])) / 1000,
             "last_error": f.get("last_error") or None,
+            "failure_reason": f.get("failure_reason") or None,
+            "failed_for_good": f.get("dead_reason") == "permanent",
             "prints": prints,
             "history": entries,
         }

@@ -36,9 +36,10 @@ def render(answer: Any, args: argparse.Namespace) -> str:
 
 
 # What the operator asked for did not happen: the job is still waiting in the
-# dead letters (its queue is full), or the id named no dead letter (a typo, or
-# it was redriven already). `suppressed` is the gate doing its job: not a failure.
-NOT_REDRIVEN = frozenset({"still_shed", "not_dead_lettered"})
+# dead letters (its queue is full), it failed for good (its badge cannot print:
+# `refused`), or the id named no dead letter (a typo, or it was redriven
+# already). `suppressed` is the gate doing its job: not a failure.
+NOT_REDRIVEN = frozenset({"still_shed", "refused", "not_dead_lettered"})
 
 
 def verdict(answer: Any, args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from badgeline.protocol.failures import FailureReason
 from badgeline.protocol.states import AckResult, JobState, PaperLevel, PrinterState
 
 MAX_ERROR_TEXT = 500
@@ -75,6 +76,11 @@ class AckRequest(StrictModel):
     result: AckResult
     error: str | None = Field(default=None, max_length=MAX_ERROR_TEXT)
     fence: int | None = Field(default=None, ge=0)
+    reason: FailureReason | None = Field(
+        default=None,
+        description="why a `failed` result failed (badgeline.protocol.failures): a permanent"
+        " reason fails the job at once, a transient one (or none) retries it",
+    )
 
 
 class AckResponse(ResponseModel):

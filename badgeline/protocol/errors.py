@@ -24,6 +24,8 @@ class ErrorCode(StrEnum):
     QUEUE_FULL = "queue_full"
     NO_PRINTER_AVAILABLE = "no_printer_available"
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    BADGE_REJECTED = "badge_rejected"
+    BADGE_CHECK_UNAVAILABLE = "badge_check_unavailable"
     STORE_UNAVAILABLE = "store_unavailable"
     INTERNAL = "internal_error"
     RATE_LIMITED = "rate_limited"
@@ -47,6 +49,8 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.QUEUE_FULL: 503,
     ErrorCode.NO_PRINTER_AVAILABLE: 503,
     ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
+    ErrorCode.BADGE_REJECTED: 422,
+    ErrorCode.BADGE_CHECK_UNAVAILABLE: 503,
     ErrorCode.STORE_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
     ErrorCode.RATE_LIMITED: 429,

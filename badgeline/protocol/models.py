@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -28,6 +28,7 @@ from badgeline.protocol.agent_models import (
     StartResponse,
     StrictModel,
 )
+from badgeline.protocol.failures import FailureReason
 from badgeline.protocol.ids import (
     ATTENDEE_ID_PATTERN,
     IDEMPOTENCY_KEY_PATTERN,
@@ -38,6 +39,8 @@ from badgeline.protocol.ids import (
 from badgeline.protocol.states import JobState
 
 PDF_REF_SCHEMES = ("https", "http", "file", "artifact")
+# C0 controls and DEL: in no usable badge reference.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ARTIFACT_NAME = re.compile(r"^[0-9a-f]{64}\.pdf$")
 PDF_REF_PATTERN = (
     r"^((https?|file)://[^?#]*\.[pP][dD][fF]([?#].*)?|artifact:///?[0-9a-f]{64}\.pdf)$"
@@ -73,6 +76,14 @@ class PrintJob(StrictModel):
     @field_validator("badge_pdf_ref")
     @classmethod
     def require_pdf_reference(cls, value: str) -> str:
+        # Refused here, not at the agent: a control character (raw or %-encoded)
+        # names no file and no URL a badge server serves, and a NUL made every
+        # agent that leased it fail on the OS call.
+        if _CONTROL.search(value) or _CONTROL.search(unquote(value)):
+            raise ValueError(
+                "badge_pdf_ref contains a control character (raw or %-encoded, e.g. %00 or"
+                " %0A); a badge reference names a file or URL without them"
+            )
         parts = urlsplit(value)
         if parts.scheme not in PDF_REF_SCHEMES:
             raise ValueError(
@@ -81,6 +92,13 @@ class PrintJob(StrictModel):
         # artifact://<sha256>.pdf has its name in the "host" part of the URL.
         if not (parts.netloc + parts.path).lower().endswith(".pdf"):
             raise ValueError("badge_pdf_ref must name a rendered .pdf file")
+        if parts.scheme == "file" and (
+            parts.netloc not in ("", "localhost") or ".." in unquote(parts.path).split("/")
+        ):
+            raise ValueError(
+                "a file ref names a local absolute path without '..' segments:"
+                " file:///folder/badge.pdf"
+            )
         # Caught here, a malformed artifact name is the kiosk's 422, not a badge
         # that fails later at the agent (which checks the same shape).
         if parts.scheme == "artifact" and not _ARTIFACT_NAME.match(
@@ -135,6 +153,14 @@ class JobView(ResponseModel):
     created_at: float
     updated_at: float
     last_error: str | None = None
+    failure_reason: FailureReason | None = Field(
+        default=None, description="the classified reason of the last failed attempt"
+    )
+    failed_for_good: bool = Field(
+        default=False,
+        description="failed for a permanent reason (the badge itself): no retry or redrive"
+        " can print it; fix the badge and submit a new job",
+    )
     prints: int = Field(description="physical prints reported by agents")
     history: list[HistoryEntry]
 
@@ -157,7 +183,7 @@ class RedriveRequest(StrictModel):
 
 class RedriveOutcome(ResponseModel):
     job_id: str
-    outcome: Literal["queued", "suppressed", "still_shed", "not_dead_lettered"]
+    outcome: Literal["queued", "suppressed", "still_shed", "refused", "not_dead_lettered"]
     detail: str | None = None
 
 

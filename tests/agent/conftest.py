@@ -24,6 +24,7 @@ from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.emulator import PrinterEmulator
 from badgeline.samples import core_font_badge_pdf, sample_badge_pdf
+from tests.agent.hostile_server import HostileServer
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
 
 
@@ -138,6 +139,15 @@ async def start_emulator(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     yield start
     for emulator in started:
         await emulator.stop()
+
+
+@pytest.fixture
+async def hostile() -> AsyncIterator[HostileServer]:
+    """A badge server that misbehaves per path (tests/agent/hostile_server.py)."""
+    server = HostileServer()
+    await server.start()
+    yield server
+    await server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from badgeline.agent.badge import badge_to_escpos
 from badgeline.agent.client import CoordinatorClient
 from badgeline.agent.config import AgentSettings
 from badgeline.agent.journal import Journal, JournalSettings
 from badgeline.agent.printers import NetworkLink
 from badgeline.agent.printers.connection import EmulatorConnection
+from badgeline.badge import badge_to_escpos
 from badgeline.protocol.models import LeasedJob
 
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from badgeline.agent.badge import badge_to_escpos
 from badgeline.agent.client import CoordinatorClient
 from badgeline.agent.health import PrinterWatch
 from badgeline.agent.journal import Journal, JournalEntry, JournalSettings, LocalJobState
@@ -24,6 +23,7 @@ from badgeline.agent.printers import AsyncPrinterLink, UsbConnection, UsbLink
 from badgeline.agent.printing import PrintLoop
 from badgeline.agent.retry import Backoff
 from badgeline.agent.slots import JobSlots
+from badgeline.badge import badge_to_escpos
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.protocol.models import LeasedJob
 from badgeline.protocol.states import AckResult
@@ -95,20 +95,21 @@ async def test_unprintable_badges_are_acked_failed_with_the_reason_and_printing_
     # (the agent also reads the artifact:///<sha256>.pdf spelling)
     missing_artifact = f"artifact:///{hashlib.sha256(b'never uploaded').hexdigest()}.pdf"
     reasons = {
-        await kiosk.submit(missing_file, "printer-a"): "no such file",
-        await kiosk.submit(core_font_ref, "printer-a"): "font_not_embedded",
-        await kiosk.submit(missing_artifact, "printer-a"): "not found (HTTP 404)",
+        await kiosk.submit(missing_file, "printer-a"): ("not_found", "no such badge file"),
+        await kiosk.submit(core_font_ref, "printer-a"): ("font_not_embedded", "without embedding"),
+        await kiosk.submit(missing_artifact, "printer-a"): ("not_found", "HTTP 404"),
     }
     good_id = await kiosk.submit(badge_ref, "printer-a")
     # THEN the good badge prints, once
     await emulator.wait_until(lambda e: len(e.printed) == 1)
     await wait_for(lambda: _state_is(kiosk, good_id, "printed"))
     assert [badge.job_id for badge in emulator.printed] == [good_id]
-    # AND each bad one is failed on the coordinator with the agent's reason
-    for job_id, reason in reasons.items():
+    # AND each bad one is failed on the coordinator with the agent's classified reason
+    for job_id, (reason, text) in reasons.items():
         await wait_for(lambda job_id=job_id: _state_is(kiosk, job_id, "failed"))
         job = await kiosk.job(job_id)
-        assert reason in (job["last_error"] or ""), job
+        assert job["failure_reason"] == reason and text in (job["last_error"] or ""), job
+        assert job["failed_for_good"] is True  # permanent: never retried
         entry = await agent.journal.get(job_id)
         assert entry is not None and entry.state is LocalJobState.ACKED
         assert entry.granted_at is None

@@ -63,7 +63,7 @@ def test_the_agent_loads_no_package_metadata_and_its_models_still_validate() -> 
     assert result["valid"] == "l-1"  # stripped, as the strict models do
     assert result["refused"] is True
     # and the journal's migrations are still found without importlib.resources
-    assert result["migrations"] == [1]
+    assert result["migrations"] == [1, 2]
 
 
 def test_an_agent_told_to_keep_pydantic_plugins_uses_pydantic_s_own_loader() -> None:

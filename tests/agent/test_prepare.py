@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 from pathlib import Path
 
 import aiohttp
+import pytest
 
-from badgeline.agent.badge import DEFAULT_LIMITS
 from badgeline.agent.fetch import BadgeFetcher
-from badgeline.agent.prepare import BadgePreparer, JobTicket
+from badgeline.agent.http_client import HttpClient
+from badgeline.agent.prepare import BadgePreparer, BadgeUnprintable, JobTicket
+from badgeline.badge import DEFAULT_LIMITS
+from badgeline.protocol.failures import FailureReason, is_permanent
+from tests.agent.hostile_server import FETCH_BOUND_S, HostileServer
 from tests.helpers import wait_for
 
 
@@ -53,3 +59,65 @@ async def test_the_worker_starts_with_a_badge_and_exits_when_idle(
         finally:
             await preparer.close()
         assert preparer.worker_pid is None
+
+
+class BuggyFetcher(BadgeFetcher):
+    """A fetcher with a bug nobody foresaw: it raises what no caller expects."""
+
+    async def fetch(self, ref: str) -> bytes:
+        raise KeyError("a bug")
+
+
+async def test_a_badge_that_outlasts_its_budget_fails_as_a_timeout(
+    hostile: HostileServer,
+) -> None:
+    # GIVEN a badge server that sends one byte a second, and requests allowed 30 s
+    async with HttpClient() as http:
+        fetcher = BadgeFetcher(http, coordinator_url=None, artifact_headers={},
+                               max_bytes=DEFAULT_LIMITS.max_bytes, timeout_s=30)  # fmt: skip
+        preparer = BadgePreparer(fetcher, width_dots=384, limits=DEFAULT_LIMITS, footer=True,
+                                 in_sandbox=False, budget_s=10)  # fmt: skip
+        # WHEN a job whose lease lasts 2 s is prepared (its budget: half of that)
+        leased = JobTicket("printer-a", "job-1", "lease-1",
+                           {"badge_pdf_ref": hostile.url + "/trickle.pdf"}, lease_ttl_s=2.0)
+        assert preparer.budget_for(leased) == 1.0
+        with pytest.raises(BadgeUnprintable) as unprintable:
+            async with asyncio.timeout(FETCH_BOUND_S):
+                await preparer.prepare(leased)
+    # THEN it fails as a timeout within the budget, a transient reason
+    assert unprintable.value.reason is FailureReason.FETCH_TIMEOUT
+    assert "1 s budget" in unprintable.value.message
+    assert not is_permanent(unprintable.value.reason)
+
+
+async def test_an_unforeseen_fault_fails_the_job_as_internal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with HttpClient() as http:
+        fetcher = BuggyFetcher(http, coordinator_url=None, artifact_headers={},
+                               max_bytes=DEFAULT_LIMITS.max_bytes)  # fmt: skip
+        preparer = BadgePreparer(fetcher, width_dots=384, limits=DEFAULT_LIMITS, footer=True,
+                                 in_sandbox=False)  # fmt: skip
+        with caplog.at_level(logging.ERROR), pytest.raises(BadgeUnprintable) as unprintable:
+            await preparer.prepare(ticket("file:///badge.pdf", "job-1"))
+
+    assert unprintable.value.reason is FailureReason.INTERNAL
+    assert "KeyError" in caplog.text  # the bug is in the log, in full, for whoever fixes it
+
+
+async def test_a_badge_the_checks_refuse_fails_with_the_checks_reason(
+    tmp_path: Path, core_font_ref: str
+) -> None:
+    async with HttpClient() as http:
+        fetcher = BadgeFetcher(http, coordinator_url=None, artifact_headers={},
+                               max_bytes=DEFAULT_LIMITS.max_bytes)  # fmt: skip
+        preparer = BadgePreparer(fetcher, width_dots=384, limits=DEFAULT_LIMITS, footer=True,
+                                 in_sandbox=True)  # fmt: skip
+        try:
+            with pytest.raises(BadgeUnprintable) as unprintable:
+                await preparer.prepare(ticket(core_font_ref, "job-1"))
+        finally:
+            await preparer.close()
+
+    assert unprintable.value.reason is FailureReason.FONT_NOT_EMBEDDED
+    assert is_permanent(unprintable.value.reason)

@@ -12,7 +12,7 @@ from fpdf import FPDF
 from PIL import Image
 
 from badgeline import samples
-from badgeline.agent.badge import BadgeLimits, BadgeRejected, RejectReason, check_badge_pdf
+from badgeline.badge import BadgeLimits, BadgeRejected, RejectReason, check_badge_pdf
 
 MIB = 1024 * 1024
 

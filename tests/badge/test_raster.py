@@ -6,7 +6,7 @@ import pytest
 from PIL import Image, ImageChops
 
 from badgeline import samples
-from badgeline.agent.badge import (
+from badgeline.badge import (
     WIDTH_DOTS_58MM,
     WIDTH_DOTS_80MM,
     BadgeLimits,

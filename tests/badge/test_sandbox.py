@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from badgeline import samples
-from badgeline.agent.badge import (
+from badgeline.badge import (
     WIDTH_DOTS_58MM,
     WIDTH_DOTS_80MM,
     BadgeRejected,
@@ -118,7 +118,7 @@ def test_a_worker_killed_from_outside_is_replaced_on_the_next_badge(good_badge: 
 
 WORKER_WITHOUT_MULTIPROCESSING = """
 import sys
-from badgeline.agent.badge import BadgeRenderWorker
+from badgeline.badge import BadgeRenderWorker
 with BadgeRenderWorker() as worker:
     worker.badge_to_escpos(sys.stdin.buffer.read(), 576)
 print("multiprocessing" in sys.modules, "pypdfium2" in sys.modules, "PIL" in sys.modules)

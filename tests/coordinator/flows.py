@@ -79,11 +79,13 @@ async def start(
 
 async def ack(
     client: Client, job_id: str, lease_id: str, result: str = "printed",
-    printer_id: str = "printer-a", error: str | None = None,
+    printer_id: str = "printer-a", error: str | None = None, reason: str | None = None,
 ) -> Any:  # fmt: skip
     body: dict[str, Any] = {"lease_id": lease_id, "result": result}
     if error is not None:
         body["error"] = error
+    if reason is not None:
+        body["reason"] = reason
     response = await client.post(
         f"/v1/agents/{printer_id}/jobs/{job_id}/ack", json=body, headers=agent(printer_id)
     )

@@ -115,6 +115,13 @@ async def test_whitespace_around_fields_is_stripped_before_dedupe(
         ("badge_pdf_ref", "artifact://<sha256>.pdf"),  # the docs' placeholder, literally
         ("badge_pdf_ref", "artifact://" + "A" * 64 + ".pdf"),  # names are lowercase hex
         ("badge_pdf_ref", "artifact://" + "a" * 63 + ".pdf"),
+        ("badge_pdf_ref", "file:///badges/x%00.pdf"),  # an encoded NUL names no file
+        ("badge_pdf_ref", "file:///badges/x\x00.pdf"),
+        ("badge_pdf_ref", "https://badges.example/a%0d%0aSet-Cookie:x.pdf"),  # CR/LF
+        ("badge_pdf_ref", "https://badges.example/a\tb.pdf"),
+        ("badge_pdf_ref", "file:///badges/../etc/x.pdf"),  # file refs: no '..'
+        ("badge_pdf_ref", "file:///badges/%2e%2e/x.pdf"),
+        ("badge_pdf_ref", "file://fileserver/share/x.pdf"),  # file refs are local
         ("printer_target", "printer-A"),
         ("printer_target", "printer-"),
         ("printer_target", "printer-" + "a" * 17),

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 
+from badgeline import samples
 from tests.conftest import KIOSK_TOKEN, agent_token, auth
 
-PDF = b"%PDF-1.7\n" + b"0" * 5000 + b"\n%%EOF\n"
+PDF = samples.sample_badge_pdf()
 SHA = hashlib.sha256(PDF).hexdigest()
 
 
@@ -54,3 +57,33 @@ async def test_agents_cannot_upload(client: TestClient[Any, Any]) -> None:
     put = await client.put(f"/v1/artifacts/{SHA}.pdf", data=PDF,
                            headers=auth(agent_token("printer-a")))  # fmt: skip
     assert put.status == 403
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (samples.core_font_badge_pdf, "font_not_embedded"),
+        (samples.encrypted_badge_pdf, "encrypted"),
+        (samples.many_pages_badge_pdf, "too_many_pages"),
+        (lambda: samples.many_pages_badge_pdf(500), "too_complex"),  # over the object bound
+        (samples.giant_page_pdf, "page_size"),
+        (samples.malformed_pdf, "malformed"),
+        (samples.decompression_bomb_pdf, "too_complex"),
+    ],
+)
+async def test_a_badge_no_agent_would_print_is_refused_at_upload_with_the_reason(
+    client: TestClient[Any, Any], make: Callable[[], bytes], reason: str
+) -> None:
+    # GIVEN a PDF that breaks one of the badge rules
+    pdf = make()
+    sha256 = hashlib.sha256(pdf).hexdigest()
+    # WHEN a kiosk uploads it
+    put = await client.put(f"/v1/artifacts/{sha256}.pdf", data=pdf, headers=auth(KIOSK_TOKEN))
+    # THEN the answer says, now, which rule and how to fix it
+    body = await put.json()
+    assert put.status == 422, body
+    assert body["error"]["code"] == "badge_rejected" and body["reason"] == reason
+    assert body["error"]["message"]
+    # AND nothing was stored for an agent to fetch
+    got = await client.get(f"/v1/artifacts/{sha256}.pdf", headers=auth(agent_token("printer-a")))
+    assert got.status == 404

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PIL import Image, ImageChops
 
-from badgeline.agent.badge.raster import render_badge
+from badgeline.badge.raster import render_badge
 from badgeline.samples import sample_badge_pdf
 from tests.e2e.venue import E2EVenue, printed_on, submitted_job_id, wait_until_printed
 

@@ -181,7 +181,7 @@ AGENT_IMPORT_GRAPH = textwrap.dedent(
     except PermissionError:
         pass
     import ctypes, usb.core, pypdfium2, PIL.Image, h11, aiosqlite, ifaddr
-    import badgeline.agent.printers, badgeline.agent.badge, badgeline.discovery
+    import badgeline.agent.printers, badgeline.badge, badgeline.discovery
     try:  # libusb initialises (its hotplug monitor included)
         list(usb.core.find(find_all=True))
     except usb.core.NoBackendError:

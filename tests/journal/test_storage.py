@@ -59,8 +59,8 @@ async def test_migrations_are_recorded_once(open_journal: OpenJournal, journal_p
     raw.close()
 
     # THEN each migration was applied exactly once, in order
-    assert rows == [(1, "initial")]
-    assert second.schema_version == 1
+    assert rows == [(1, "initial"), (2, "failure_reason")]
+    assert second.schema_version == 2
 
 
 async def test_a_journal_from_a_newer_agent_is_refused_not_replaced(

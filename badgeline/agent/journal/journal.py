@@ -34,6 +34,7 @@ from badgeline.agent.journal.states import (
     already_there,
     may_transition,
 )
+from badgeline.protocol.failures import FailureReason
 from badgeline.protocol.states import AckResult
 
 log = logging.getLogger("badgeline.agent.journal")
@@ -45,7 +46,8 @@ UNCERTAIN_AT_START_UP = (
 
 _SELECT_ENTRY = "SELECT * FROM jobs WHERE job_id = ? AND lease_id = ?"
 _SELECT_PENDING = """
-SELECT o.seq, o.job_id, o.lease_id, o.result, o.fence, o.error, o.queued_at, j.ack_attempts
+SELECT o.seq, o.job_id, o.lease_id, o.result, o.fence, o.error, o.reason, o.queued_at,
+       j.ack_attempts
 FROM ack_outbox AS o JOIN jobs AS j ON j.job_id = o.job_id AND j.lease_id = o.lease_id
 ORDER BY o.seq LIMIT ?
 """
@@ -173,9 +175,13 @@ class Journal:
             job_id, lease_id, LocalJobState.PRINTED, {"printed_at": self._clock()}
         )
 
-    async def record_failed(self, job_id: str, lease_id: str, error: str) -> JournalEntry:
-        """The badge could not be printed (before or after the grant); queues a `failed` ack."""
-        return await self._transition(job_id, lease_id, LocalJobState.FAILED, {"error": error})
+    async def record_failed(
+        self, job_id: str, lease_id: str, error: str, reason: FailureReason | None = None
+    ) -> JournalEntry:
+        """The badge could not be printed (before or after the grant); queues a `failed` ack
+        with its classified `reason`."""
+        changes = {"error": error, "reason": None if reason is None else str(reason)}
+        return await self._transition(job_id, lease_id, LocalJobState.FAILED, changes)
 
     async def record_uncertain(self, job_id: str, lease_id: str, error: str) -> JournalEntry:
         """The print's outcome is unknown (e.g. the link dropped mid-send); queues an ack."""
@@ -338,10 +344,11 @@ class Journal:
         )
         if target in RESULT_STATES:
             await db.execute(
-                "INSERT INTO ack_outbox (job_id, lease_id, result, fence, error, queued_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (*key, str(target), entry.fence, columns.get("error"), columns["updated_at"]),
-            )
+                "INSERT INTO ack_outbox (job_id, lease_id, result, fence, error, reason, queued_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*key, str(target), entry.fence, columns.get("error"), columns.get("reason"),
+                 columns["updated_at"]),
+            )  # fmt: skip
         elif target is LocalJobState.ACKED:
             await db.execute("DELETE FROM ack_outbox WHERE job_id = ? AND lease_id = ?", key)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from badgeline.agent.journal.states import LocalJobState
+from badgeline.protocol.failures import FailureReason
 from badgeline.protocol.states import AckResult
 
 
@@ -22,6 +23,7 @@ class JournalEntry:
     fence: int | None
     outcome: AckResult | None
     error: str | None
+    reason: FailureReason | None
     leased_at: float
     granted_at: float | None
     printed_at: float | None
@@ -35,10 +37,11 @@ class JournalEntry:
             job_id=row["job_id"],
             lease_id=row["lease_id"],
             state=LocalJobState(row["state"]),
-            payload=json.loads(row["payload"]),
+            payload=_payload(row["payload"]),
             fence=row["fence"],
             outcome=None if row["outcome"] is None else AckResult(row["outcome"]),
             error=row["error"],
+            reason=_reason(row["reason"]),
             leased_at=row["leased_at"],
             granted_at=row["granted_at"],
             printed_at=row["printed_at"],
@@ -58,6 +61,7 @@ class PendingAck:
     result: AckResult
     fence: int | None
     error: str | None
+    reason: FailureReason | None
     queued_at: float
     attempts: int
 
@@ -70,6 +74,7 @@ class PendingAck:
             result=AckResult(row["result"]),
             fence=row["fence"],
             error=row["error"],
+            reason=_reason(row["reason"]),
             queued_at=row["queued_at"],
             attempts=row["ack_attempts"],
         )
@@ -90,3 +95,24 @@ class RecoveryPlan:
     acks_to_send: list[PendingAck] = field(default_factory=list)
     marked_uncertain: list[JournalEntry] = field(default_factory=list)
     grants_to_retry: list[JournalEntry] = field(default_factory=list)
+
+
+def _payload(text: str) -> dict[str, Any]:
+    """A journaled job payload; anything that is not a JSON object reads as an empty one.
+
+    The journal's own writes are always objects, but a card can hand back
+    damaged bytes: a lease whose payload cannot be read must fail as that job
+    (it has no badge reference), never stop the agent at every start.
+    """
+    try:
+        payload = json.loads(text)
+    except (TypeError, ValueError):
+        return {}
+    return payload if isinstance(payload, dict) else {}
+
+
+def _reason(value: str | None) -> FailureReason | None:
+    try:
+        return None if value is None else FailureReason(value)
+    except ValueError:
+        return FailureReason.INTERNAL  # a code this agent does not know (a newer build wrote it)

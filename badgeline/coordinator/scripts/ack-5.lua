@@ -6,13 +6,18 @@
 -- ARGV[5] error text  ARGV[6] max attempts  ARGV[7] actor  ARGV[8] wake channel
 -- ARGV[9] uncertain policy: reprint | hold
 -- ARGV[10] retry backoff unit ms  ARGV[11] retry backoff cap ms  ARGV[12] jitter factor
+-- ARGV[13] failure reason code ('' when none)  ARGV[14] '1' when that reason is permanent
 -- Returns {code, state, idempotency_key, correlation_id, newly_printed, created_ms, printed_ms}
 -- (the last three from includes/tally.lua, which counts the job into the reports):
 --   code 1 recorded, 0 already recorded, 3 stray (a printed ack from a lease that
 --   was never granted this job: it cannot have printed it), -2 no such job.
+--
+-- A `failed` ack from the lease that expired last (an agent that gave up on a
+-- badge too late) still counts as an attempt, once: else a badge that always
+-- outlasts its lease would come back to the head of its queue for ever.
 local prefix, printer_id, lease_id, result = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local f = redis.call('HMGET', KEYS[1], 'state', 'lease_id', 'printer_id', 'score',
-  'job_id', 'idempotency_key', 'correlation_id')
+  'job_id', 'idempotency_key', 'correlation_id', 'expired_lease')
 local state, current_lease, current_printer = f[1], f[2], f[3]
 if not state then
   return {-2, 'not_found', '', ''}
@@ -71,6 +76,36 @@ if result == 'printed' then
   return answer(1, 'printed')
 end
 
+local reason, permanent = ARGV[13], ARGV[14] == '1'
+
+local function fail_for_good(why)
+  redis.call('HSET', KEYS[1], 'dead_reason', permanent and 'permanent' or 'max_attempts',
+    'dead_ms', now)
+  redis.call('ZADD', KEYS[5], now, job_id)
+  transition(prefix, job_id, state, 'failed', ARGV[7], why, now)
+  return answer(1, 'failed')
+end
+
+local function why_failed(attempts)
+  if permanent then
+    return 'print failed (' .. reason .. '), which no retry can change: ' .. ARGV[5]
+  end
+  return 'print failed ' .. attempts .. ' times, last: ' .. ARGV[5]
+end
+
+if result == 'failed' and lease_id ~= current_lease and lease_id == f[8] then
+  -- A late report on the lease that expired: count it, once (the field is cleared).
+  local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+  redis.call('HSET', KEYS[1], 'last_error', ARGV[5], 'failure_reason', reason,
+    'failed_lease', lease_id, 'expired_lease', '')
+  local waiting = state == 'queued' or state == 'retrying' or state == 'parked'
+  if waiting and (permanent or attempts >= tonumber(ARGV[6])) then
+    leave_current_place()
+    return fail_for_good(why_failed(attempts) .. ' (reported after its lease expired)')
+  end
+  return answer(1, state)
+end
+
 -- failed and uncertain only act on the lease that currently holds the job.
 if lease_id ~= current_lease or printer_id ~= current_printer
     or (state ~= 'printing' and state ~= 'leased') then
@@ -102,13 +137,10 @@ if result == 'uncertain' then
 end
 
 local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
-redis.call('HSET', KEYS[1], 'last_error', ARGV[5], 'failed_lease', lease_id, 'lease_id', '')
-if attempts >= tonumber(ARGV[6]) then
-  redis.call('HSET', KEYS[1], 'dead_reason', 'max_attempts', 'dead_ms', now)
-  redis.call('ZADD', KEYS[5], now, job_id)
-  transition(prefix, job_id, state, 'failed', ARGV[7],
-    'print failed ' .. attempts .. ' times, last: ' .. ARGV[5], now)
-  return answer(1, 'failed')
+redis.call('HSET', KEYS[1], 'last_error', ARGV[5], 'failed_lease', lease_id, 'lease_id', '',
+  'failure_reason', reason)
+if permanent or attempts >= tonumber(ARGV[6]) then
+  return fail_for_good(why_failed(attempts))
 end
 -- Back off min(2^n units, cap), with jitter so that a printer's failed
 -- batch does not come back as one burst.

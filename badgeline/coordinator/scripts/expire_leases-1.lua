@@ -16,7 +16,8 @@ for _, job_id in ipairs(expired) do
   local f = redis.call('HMGET', key, 'state', 'printer_id', 'score', 'lease_id',
     'idempotency_key', 'correlation_id')
   if f[1] == 'leased' then
-    redis.call('HSET', key, 'lease_id', '')
+    -- Remembered: a late `failed` report on it still counts as an attempt (ack-5.lua).
+    redis.call('HSET', key, 'lease_id', '', 'expired_lease', f[4])
     transition(prefix, job_id, 'leased', 'queued', ARGV[4],
       'lease ' .. f[4] .. ' expired before start', now)
     enqueue(prefix, job_id, f[2], tonumber(f[3]), ARGV[3])

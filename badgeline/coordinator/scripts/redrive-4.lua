@@ -8,16 +8,21 @@
 -- Returns {code, detail}: 1 queued (detail 'parked' when its printer is dead and no
 --   peer of its pool, or of the venue for a printer in no pool, can take it),
 --   2 suppressed (key taken by, or reprinted as, detail job id),
---   3 still over the high-water mark, -1 not dead-lettered (detail = state), -2 no such job.
+--   3 still over the high-water mark, 4 refused: it failed for a permanent reason
+--   (detail = the reason code), which no retry can change,
+--   -1 not dead-lettered (detail = state), -2 no such job.
 local prefix = ARGV[1]
 local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id',
-  'idempotency_key', 'attendee_id')
+  'idempotency_key', 'attendee_id', 'dead_reason', 'failure_reason')
 local state, printer_id, job_id = f[1], f[2], f[5]
 if not state then
   return {-2, 'not_found'}
 end
 if state ~= 'dead_lettered' and state ~= 'failed' then
   return {-1, state}
+end
+if f[8] == 'permanent' then
+  return {4, f[9] or ''}
 end
 local now = now_ms()
 local claimed = redis.call('GET', KEYS[2])

@@ -9,8 +9,9 @@
 -- Key names mirror VenueKeys.stats_* in keys.py (same venue hash tag).
 -- Returns {newly_printed (1|0), created_ms, printed_ms}.
 
--- Distinct failure texts kept per venue; agents' error strings vary, and an
--- unbounded hash would grow with every new message.
+-- Distinct failure reasons kept per venue: classified codes, or for agents
+-- that send none their error texts, which vary (an unbounded hash would grow
+-- with every new message).
 local MAX_FAILURE_REASONS = 100
 
 local function tally(prefix, job_id)
@@ -20,7 +21,7 @@ local function tally(prefix, job_id)
   local f = redis.call('HMGET', job, 'state', 'created_ms', 'printed_ms', 'printed_by',
     'source', 'reprint_of', 'dead_reason', 'failed_lease', 'last_error', 'printer_id',
     'possible_duplicate', 'tally_accepted', 'tally_shed', 'tally_printed', 'tally_failed_lease',
-    'tally_canceled')
+    'tally_canceled', 'failure_reason')
   local state = f[1]
   if not state then
     return {0, 0, 0}
@@ -65,7 +66,10 @@ local function tally(prefix, job_id)
     redis.call('HSET', job, 'tally_failed_lease', f[8])
     redis.call('HINCRBY', totals, 'failed_attempts', 1)
     redis.call('HINCRBY', by_printer, 'failed|' .. (f[10] or ''), 1)
-    local reason = string.sub(f[9] or '', 1, 120)
+    -- The agent's classified reason when it sent one (a short, bounded set of
+    -- codes); the error text from agents that send none.
+    local reason = f[17]
+    if not reason or reason == '' then reason = string.sub(f[9] or '', 1, 120) end
     if reason == '' then reason = 'unknown' end
     if redis.call('HEXISTS', reasons, reason) == 0
         and redis.call('HLEN', reasons) >= MAX_FAILURE_REASONS then

@@ -11,13 +11,13 @@ when they run.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from badgeline.agent.badge.errors import BadgeRejected, RejectReason
-from badgeline.agent.badge.limits import DEFAULT_LIMITS, BadgeLimits
-from badgeline.agent.badge.sandbox import BadgeRenderWorker, SandboxLimits
+from badgeline.badge.errors import BadgeRejected, RejectReason
+from badgeline.badge.limits import DEFAULT_LIMITS, BadgeLimits
+from badgeline.badge.sandbox import BadgeRenderWorker, SandboxLimits
 
 if TYPE_CHECKING:
-    from badgeline.agent.badge.pdfcheck import check_badge_pdf
-    from badgeline.agent.badge.raster import (
+    from badgeline.badge.pdfcheck import check_badge_pdf
+    from badgeline.badge.raster import (
         WIDTH_DOTS_58MM,
         WIDTH_DOTS_80MM,
         badge_to_escpos,

@@ -11,10 +11,11 @@ bytes part), the JSON, the bytes. Not pickle: the worker parses hostile PDFs,
 and a worker that PDFium let someone take over must not be able to run code
 in the agent by what it answers. The agent also caps each frame's size.
 
-Requests: ``{"kind": "escpos" | "image", "width_dots": int, "job_id": str | None}``
+Requests: ``{"kind": "escpos" | "image" | "check", "width_dots": int, "job_id": str | None}``
 with the PDF as bytes. Answers: ``{"outcome": "ok"}`` with the ESC/POS bytes,
-or for an image ``{"outcome": "ok", "size": [w, h]}`` with the packed mode "1"
-pixels; ``rejected`` and ``exhausted`` carry ``reason`` and ``message``,
+for an image ``{"outcome": "ok", "size": [w, h]}`` with the packed mode "1"
+pixels, for a check (the artifact store's: the checks alone, no render)
+``{"outcome": "ok"}`` and no bytes; ``rejected`` and ``exhausted`` carry ``reason`` and ``message``,
 ``value_error`` and ``error`` a ``message``. The first frame the worker sends
 is ``{"outcome": "ready"}``, once PDFium and Pillow are loaded and its
 address space is capped.
@@ -22,6 +23,7 @@ address space is capped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -29,15 +31,15 @@ import struct
 import sys
 from typing import Any, BinaryIO
 
-from badgeline.agent.badge.errors import BadgeRejected, RejectReason
-from badgeline.agent.badge.limits import BadgeLimits
+from badgeline.badge.errors import BadgeRejected, RejectReason
+from badgeline.badge.limits import BadgeLimits
 
 FRAME_HEADER = struct.Struct("!II")
 # How the agent starts a worker (then the memory budget and the limits as arguments).
 # Not ``-m`` this module: the package imports it first, and runpy would warn about that.
 WORKER_COMMAND = (
     "-c",
-    "import sys; from badgeline.agent.badge.render_worker import main;"
+    "import sys; from badgeline.badge.render_worker import main;"
     " sys.exit(main(sys.argv[1:]))",
 )
 
@@ -77,19 +79,25 @@ def _read_frame(stream: BinaryIO) -> Frame | None:
 
 def serve(requests: BinaryIO, answers: BinaryIO, limits: BadgeLimits) -> None:
     """One request in, one answer out, until the agent closes the pipe."""
-    from badgeline.agent.badge import raster
-
     while (request := _read_frame(requests)) is not None:
         meta, pdf_bytes = request
-        answer, body = handle(raster, meta, pdf_bytes, limits)
+        answer, body = handle(meta, pdf_bytes, limits)
         answers.write(encode_frame(answer, body))
         answers.flush()
         if answer["outcome"] == "exhausted":
             return  # the heap may be in a poor state: let the agent start afresh
 
 
-def handle(raster: Any, meta: dict[str, Any], pdf_bytes: bytes, limits: BadgeLimits) -> Frame:
+def handle(meta: dict[str, Any], pdf_bytes: bytes, limits: BadgeLimits) -> Frame:
     try:
+        if meta["kind"] == "check":
+            from badgeline.badge.pdfcheck import check_badge_pdf
+
+            check_badge_pdf(pdf_bytes, limits)
+            return {"outcome": "ok"}, b""
+        # Imported here: a worker that only checks (the artifact store's) never loads Pillow.
+        from badgeline.badge import raster
+
         width_dots, job_id = int(meta["width_dots"]), meta.get("job_id")
         if meta["kind"] == "escpos":
             return {"outcome": "ok"}, raster.badge_to_escpos(pdf_bytes, width_dots, job_id, limits)
@@ -114,11 +122,17 @@ def _refusal(outcome: str, reason: RejectReason, message: str) -> Frame:
 
 
 def cap_own_memory(max_memory_bytes: int) -> None:
-    """Load PDFium and Pillow, then cap the address space at what they use plus the budget."""
+    """Load PDFium and Pillow, then cap the address space at what they use plus the budget.
+
+    Pillow only where it is installed: the coordinator's worker only checks
+    uploads, and the coordinator side does not install it.
+    """
     import resource
 
-    import PIL.Image  # noqa: F401  (load now so the cap measures a warm worker)
-    import pypdfium2  # noqa: F401
+    import pypdfium2  # noqa: F401  (load now so the cap measures a warm worker)
+
+    with contextlib.suppress(ImportError):
+        import PIL.Image  # noqa: F401
 
     with open("/proc/self/statm") as statm:
         resting_bytes = int(statm.read().split()[0]) * resource.getpagesize()

@@ -14,9 +14,9 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
-from badgeline.agent.badge.errors import BadgeRejected, RejectReason
-from badgeline.agent.badge.limits import DEFAULT_LIMITS, BadgeLimits
-from badgeline.agent.badge.pdfcheck import open_checked_first_page
+from badgeline.badge.errors import BadgeRejected, RejectReason
+from badgeline.badge.limits import DEFAULT_LIMITS, BadgeLimits
+from badgeline.badge.pdfcheck import open_checked_first_page
 
 if TYPE_CHECKING:
     from PIL import Image

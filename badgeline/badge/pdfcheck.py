@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from badgeline.agent.badge.errors import BadgeRejected, RejectReason
-from badgeline.agent.badge.limits import DEFAULT_LIMITS, BadgeLimits
-from badgeline.agent.badge.streamscan import check_stream_expansion
+from badgeline.badge.errors import BadgeRejected, RejectReason
+from badgeline.badge.limits import DEFAULT_LIMITS, BadgeLimits
+from badgeline.badge.streamscan import check_stream_expansion
 
 if TYPE_CHECKING:
     import pypdfium2

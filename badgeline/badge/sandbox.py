@@ -30,9 +30,9 @@ import time
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
-from badgeline.agent.badge.errors import BadgeRejected, RejectReason
-from badgeline.agent.badge.limits import DEFAULT_LIMITS, BadgeLimits
-from badgeline.agent.badge.render_worker import (
+from badgeline.badge.errors import BadgeRejected, RejectReason
+from badgeline.badge.limits import DEFAULT_LIMITS, BadgeLimits
+from badgeline.badge.render_worker import (
     FRAME_HEADER,
     WORKER_COMMAND,
     Frame,
@@ -111,6 +111,11 @@ class BadgeRenderWorker:
         """Like `raster.badge_to_escpos`, run in the worker. Raises `BadgeRejected`."""
         _, body = self._request("escpos", pdf_bytes, width_dots, job_id)
         return body
+
+    def check_badge_pdf(self, pdf_bytes: bytes) -> None:
+        """Like `pdfcheck.check_badge_pdf`, run in the worker: the checks, no render.
+        Raises `BadgeRejected`."""
+        self._request("check", pdf_bytes, 0, None)
 
     def render_badge(self, pdf_bytes: bytes, width_dots: int) -> Image.Image:
         """Like `raster.render_badge`, run in the worker. Raises `BadgeRejected`."""

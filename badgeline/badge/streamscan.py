@@ -24,7 +24,7 @@ import re
 import zlib
 from dataclasses import dataclass
 
-from badgeline.agent.badge.errors import BadgeRejected, RejectReason
+from badgeline.badge.errors import BadgeRejected, RejectReason
 
 # PDFium takes the word `stream` (not `endstream`, hence the look-behind),
 # ignores the rest of its line, and reads the data from the next line on.
