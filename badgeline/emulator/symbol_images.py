@@ -41,7 +41,7 @@ def qr_image(code: QrCode) -> Image.Image | None:
     symbol.add_data(code.data)
     try:
         symbol.make(fit=True)
-    except DataOverflowError:
+    except (DataOverflowError, ValueError):  # qrcode raises either, by how much is too much
         # More data than a QR code holds at this level: the printer prints nothing.
         logger.info("QR code of %d bytes does not fit level %s", len(code.data),
                     code.error_correction)  # fmt: skip
