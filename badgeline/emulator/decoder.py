@@ -9,7 +9,8 @@ real printer: raster bytes may contain 0x10 0x04.
 
 This module reads text, the print and paper commands, images, cuts and the
 real-time commands; symbols.py the barcodes and QR codes. What the printer
-prints goes onto the page in the order it arrives (page.py).
+prints goes onto the page in the order it arrives (page.py). Commands are
+named as in Epson's ESC/POS Command Reference.
 
 The decoder never raises on input: unknown commands are skipped (the
 command byte with its prefix) and counted in `unknown_commands`; barcodes
@@ -212,9 +213,9 @@ class EscPosDecoder(SymbolDecoder):
             self._apply_esc_paper(command, params)
 
     def _apply_esc_paper(self, command: int, params: bytearray) -> None:
-        if command == 0x64:  # ESC d n: print and feed n lines
+        if command == 0x64:  # ESC d n: Print and feed n lines
             self._builder.feed_lines(params[0])
-        elif command == 0x4A:  # ESC J n: print and feed n dots
+        elif command == 0x4A:  # ESC J n: Print and feed paper, n dots (motion units)
             self._builder.feed_dots(params[0])
         elif command in (0x69, 0x6D):  # ESC i / ESC m: partial cut
             self._cut(partial=True)
