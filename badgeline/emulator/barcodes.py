@@ -5,10 +5,11 @@ python-barcode's character-set tables hold them; how the data is read, the
 check digits and the bar widths follow Epson's ESC/POS Command Reference:
 
 - `GS k` (Print bar code) <m>: 0/65 UPC-A (11 or 12 digits), 2/67 JAN13/EAN-13
-  (12 or 13), 3/68 JAN8/EAN-8 (7 or 8), 4/69 CODE39, 73 CODE128. With the
-  last digit of UPC/EAN sent, it must be the check digit; without it the
-  printer adds it. Other systems (UPC-E, ITF, CODABAR, CODE93, GS1) are not
-  drawn.
+  (12 or 13), 3/68 JAN8/EAN-8 (7 or 8), 4/69 CODE39, 73 CODE128. Sent
+  without its check digit, a UPC/EAN code gets the one the printer
+  computes; sent with a wrong one it is not drawn (the emulator's choice,
+  so that a host's bug shows). Other systems (UPC-E, ITF, CODABAR, CODE93,
+  GS1) are not drawn.
 - CODE128 data starts with a code set selector, `{A`, `{B` or `{C`; inside
   the data `{` introduces a special character: `{A` `{B` `{C` change the
   code set, `{S` shifts one character, `{1`..`{4` are FNC1..FNC4 and `{{` is

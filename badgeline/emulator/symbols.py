@@ -21,7 +21,8 @@ Commands modelled, by their names in Epson's ESC/POS Command Reference:
   DataMatrix) are skipped by their length; their print functions (fn 81)
   count in `skipped_symbols`.
 
-ESC @ (Initialize printer) returns every setting here to its default.
+ESC @ (Initialize printer) returns every setting here to its default and
+forgets the stored QR data.
 """
 
 from __future__ import annotations
