@@ -52,5 +52,4 @@ PARTIAL_CUTS = frozenset({1, 49, 66, 98, 104})
 ALIGNMENTS = {0: Align.LEFT, 1: Align.CENTER, 2: Align.RIGHT, 48: Align.LEFT, 49: Align.CENTER,
               50: Align.RIGHT}  # fmt: skip
 RASTER_DOT_SCALE = {0: (1, 1), 1: (2, 1), 2: (1, 2), 3: (2, 2)}
-BARCODE_MAX_DATA = 255
 TAB_STOPS_MAX = 32

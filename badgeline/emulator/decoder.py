@@ -1,14 +1,20 @@
 """Incremental ESC/POS decoder: bytes in (split anywhere), status requests and cut pages out.
 
 Data-carrying commands (raster and graphics images, downloaded characters,
-barcodes) are consumed by the lengths their headers announce, streaming, so a
-header that claims gigabytes costs no memory and a command split across TCP
-reads decodes the same as one read whole. A real-time status request inside
-another command's data is data, as on a real printer: raster bytes may
-contain 0x10 0x04.
+barcodes, 2D codes) are consumed by the lengths their headers announce,
+streaming (stream.py), so a header that claims gigabytes costs no memory
+and a command split across TCP reads decodes the same as one read whole. A
+real-time status request inside another command's data is data, as on a
+real printer: raster bytes may contain 0x10 0x04.
+
+This module reads text, the print and paper commands, images, cuts and the
+real-time commands; symbols.py the barcodes and QR codes. What the printer
+prints goes onto the page in the order it arrives (page.py). Commands are
+named as in Epson's ESC/POS Command Reference.
 
 The decoder never raises on input: unknown commands are skipped (the
-command byte with its prefix) and counted in `unknown_commands`.
+command byte with its prefix) and counted in `unknown_commands`; barcodes
+and 2D codes it does not draw are counted in `skipped_symbols`.
 """
 
 from __future__ import annotations
@@ -21,7 +27,6 @@ from PIL import Image
 
 from badgeline.emulator.commands import (
     ALIGNMENTS,
-    BARCODE_MAX_DATA,
     CODEPAGES,
     CUT_ONLY,
     CUT_WITH_FEED,
@@ -47,9 +52,9 @@ from badgeline.emulator.commands import (
     RASTER_DOT_SCALE,
     TAB_STOPS_MAX,
 )
-from badgeline.emulator.page import MAX_RASTER_WIDTH_DOTS, Page, PageBuilder
-
-NEED_MORE = 0
+from badgeline.emulator.page import MAX_RASTER_WIDTH_DOTS, Page
+from badgeline.emulator.stream import NEED_MORE
+from badgeline.emulator.symbols import BARCODE_SETTINGS, TWO_D_CLASS, SymbolDecoder
 
 _TEXT_RUN = re.compile(rb"[\x20-\xff]+")
 
@@ -84,29 +89,12 @@ class ProcessIdRequest:
 Event = StatusRequest | PageCut | ProcessIdRequest
 
 
-@dataclass
-class _PendingRaster:
-    width_bytes: int
-    height: int
-    dot_scale: tuple[int, int]
-    data: bytearray
-
-    @property
-    def missing(self) -> int:
-        return self.width_bytes * self.height - len(self.data)
-
-
-class EscPosDecoder:
+class EscPosDecoder(SymbolDecoder):
     def __init__(self) -> None:
-        self.unknown_commands = 0
-        self._buffer = bytearray()
+        super().__init__()
         self._events: list[Event] = []
-        self._skip_bytes = 0
-        self._skip_until_nul = 0
         self._user_chars_left = 0
         self._user_char_height = 0
-        self._raster: _PendingRaster | None = None
-        self._builder = PageBuilder()
         self._codepage = DEFAULT_CODEPAGE
 
     def feed(self, data: bytes) -> list[Event]:
@@ -121,22 +109,12 @@ class EscPosDecoder:
         del self._buffer[:pos]
         return self._events
 
-    @property
-    def has_pending_content(self) -> bool:
-        """Content has arrived that no cut has ended yet."""
-        return self._builder.has_pending_content or self._raster is not None
-
     # ------------------------------------------------------------ dispatch
 
     def _consume(self, pos: int) -> int:
-        if self._skip_bytes:
-            dropped = min(self._skip_bytes, len(self._buffer) - pos)
-            self._skip_bytes -= dropped
-            return dropped
-        if self._skip_until_nul:
-            return self._drop_until_nul(pos)
-        if self._raster is not None:
-            return self._take_raster(pos)
+        streamed = self._stream(pos)
+        if streamed is not None:
+            return streamed
         if self._user_chars_left:
             return self._start_user_char(pos)
         byte = self._buffer[pos]
@@ -147,48 +125,7 @@ class EscPosDecoder:
             return 1  # other C0 controls (CR, CAN, BEL...) change nothing on paper
         return handler(self, pos)
 
-    def _available(self, pos: int) -> int:
-        return len(self._buffer) - pos
-
-    def _fixed(self, pos: int, params: int) -> int:
-        """Bytes of a prefix + command + `params` command, or NEED_MORE."""
-        size = 2 + params
-        return size if self._available(pos) >= size else NEED_MORE
-
-    def _unknown(self, size: int) -> int:
-        self.unknown_commands += 1
-        return size
-
-    def _length_prefixed(self, pos: int) -> int:
-        """`ESC/GS/FS ( fn pL pH data`: skip the data by its 16-bit length."""
-        if self._available(pos) < 5:
-            return NEED_MORE
-        self._skip_bytes = self._buffer[pos + 3] | self._buffer[pos + 4] << 8
-        return 5
-
     # ------------------------------------------------------------ streaming states
-
-    def _drop_until_nul(self, pos: int) -> int:
-        window = min(self._skip_until_nul, self._available(pos))
-        nul = self._buffer.find(0, pos, pos + window)
-        if nul >= 0:
-            self._skip_until_nul = 0
-            return nul - pos + 1
-        self._skip_until_nul -= window
-        return window
-
-    def _take_raster(self, pos: int) -> int:
-        raster = self._raster
-        assert raster is not None
-        taken = min(raster.missing, self._available(pos))
-        raster.data += self._buffer[pos : pos + taken]
-        if raster.missing == 0:
-            self._raster = None
-            size = (raster.width_bytes * 8, raster.height)
-            # ESC/POS sets a bit for a black dot; PIL's "1;I" raw mode reads exactly that.
-            image = Image.frombytes("1", size, bytes(raster.data), "raw", "1;I")
-            self._builder.add_raster(image, raster.dot_scale)
-        return taken
 
     def _start_user_char(self, pos: int) -> int:
         # ESC & y c1 c2 [x d1..d(y*x)]...: one width byte, then its columns.
@@ -227,7 +164,13 @@ class EscPosDecoder:
             self._skip_bytes = size
             return
         dot_scale = RASTER_DOT_SCALE.get(mode % 48, (1, 1))
-        self._raster = _PendingRaster(width_bytes, height, dot_scale, bytearray())
+
+        def print_raster(data: bytes) -> None:
+            # ESC/POS sets a bit for a black dot; PIL's "1;I" raw mode reads exactly that.
+            image = Image.frombytes("1", (width_bytes * 8, height), data, "raw", "1;I")
+            self._builder.add_raster(image, dot_scale)
+
+        self._collect(size, print_raster, is_content=True)
 
     def _cut(self, partial: bool) -> None:
         page = self._builder.cut()
@@ -255,6 +198,7 @@ class EscPosDecoder:
         style = self._builder.style
         if command == 0x40:  # ESC @ clears the line buffer and every mode
             self._builder.reset_line_and_style()
+            self._reset_symbols()
             self._codepage = DEFAULT_CODEPAGE
         elif command == 0x21:  # ESC ! n: bit 3 bold, bit 4 double height, bit 5 double width
             bold, wide, tall = (bool(params[0] & bit) for bit in (0x08, 0x20, 0x10))
@@ -269,10 +213,10 @@ class EscPosDecoder:
             self._apply_esc_paper(command, params)
 
     def _apply_esc_paper(self, command: int, params: bytearray) -> None:
-        if command == 0x64:  # ESC d n: print and feed n lines
+        if command == 0x64:  # ESC d n: Print and feed n lines
             self._builder.feed_lines(params[0])
-        elif command == 0x4A:  # ESC J n: print and feed n dots
-            self._builder.end_line(keep_blank=False)
+        elif command == 0x4A:  # ESC J n: Print and feed paper, n dots (motion units)
+            self._builder.feed_dots(params[0])
         elif command in (0x69, 0x6D):  # ESC i / ESC m: partial cut
             self._cut(partial=True)
         elif command == 0x74:  # ESC t n
@@ -312,12 +256,16 @@ class EscPosDecoder:
         if params is None:
             return self._unknown(2)
         size = self._fixed(pos, params)
-        if size != NEED_MORE and command == 0x21:  # GS ! n: width and height multipliers
+        if size == NEED_MORE:
+            return size
+        if command == 0x21:  # GS ! n: width and height multipliers
             size_mode = self._buffer[pos + 2]
             width, height = (size_mode >> 4 & 0x07) + 1, (size_mode & 0x07) + 1
             self._builder.style = replace(
                 self._builder.style, width_scale=width, height_scale=height
             )
+        elif command in BARCODE_SETTINGS:
+            self._apply_barcode_setting(command, self._buffer[pos + 2])
         return size
 
     def _gs_raster(self, pos: int) -> int:
@@ -366,26 +314,13 @@ class EscPosDecoder:
         self._skip_bytes = self._buffer[pos + 2] * self._buffer[pos + 3] * 8
         return 4
 
-    def _gs_barcode(self, pos: int) -> int:
-        """`GS k m d... NUL` (m 0..6) or `GS k m n d1..dn` (m 65..79), skipped."""
-        if self._available(pos) < 3:
-            return NEED_MORE
-        kind = self._buffer[pos + 2]
-        if kind <= 6:
-            self._skip_until_nul = BARCODE_MAX_DATA + 1
-            return 3
-        if not 65 <= kind <= 79:
-            return self._unknown(3)
-        if self._available(pos) < 4:
-            return NEED_MORE
-        self._skip_bytes = self._buffer[pos + 3]
-        return 4
-
     def _gs_lparen(self, pos: int) -> int:
         """`GS ( fn pL pH ...`: length-prefixed; `GS ( H` fn 48 m 48 asks for a process ID."""
         if self._available(pos) < 5:
             return NEED_MORE
         command, length = self._buffer[pos + 2], self._buffer[pos + 3 : pos + 5]
+        if command == TWO_D_CLASS:
+            return self._gs_two_d(pos)
         if command != PROCESS_ID_CLASS or length != PROCESS_ID_LENGTH:
             return self._length_prefixed(pos)
         if self._available(pos) < 11:
@@ -449,6 +384,6 @@ _GS_VARIABLE: dict[int, _Handler] = {
     0x2A: EscPosDecoder._gs_downloaded_image,
     0x38: EscPosDecoder._gs_graphics_long,
     0x56: EscPosDecoder._gs_cut,
-    0x6B: EscPosDecoder._gs_barcode,
+    0x6B: SymbolDecoder._gs_barcode,
     0x76: EscPosDecoder._gs_raster,
 }

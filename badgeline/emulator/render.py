@@ -1,51 +1,78 @@
-"""Turn a printed page into the picture a person would see on the paper."""
+"""Turn a printed page into the picture a person would see on the paper.
+
+The page's elements come out top to bottom in the order they arrived, each
+aligned as it was sent (ESC a Select justification): text lines, raster
+images, QR codes, barcodes, and the paper fed between them.
+"""
 
 from __future__ import annotations
 
 import math
-import threading
-from functools import lru_cache
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
-from badgeline.emulator.page import Align, Page, RasterBlock, TextLine
+from badgeline.emulator.glyphs import text_image
+from badgeline.emulator.page import (
+    Align,
+    Barcode,
+    Element,
+    Feed,
+    Page,
+    QrCode,
+    RasterBlock,
+    TextLine,
+)
+from badgeline.emulator.symbol_images import barcode_image, qr_image
 
 # 80 mm paper at 203 dpi: the common badge and receipt width.
 PAPER_WIDTH_DOTS = 576
-# Epson font A is 12x24 dots with a default line spacing of 1/6 inch (34 dots).
-FONT_SIZE = 24
+# Font A is 12x24 dots (glyphs.py), the default line spacing 1/6 inch (34 dots).
 LINE_HEIGHT = 34
 MARGIN_DOTS = 16
 # Pages are bounded by the decoder; this bounds the picture of 8x-scaled text too.
 MAX_RENDER_HEIGHT = 32768
 
-_Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
-# Pages render in worker threads, one per emulator, and a FreeType face must
-# not be used by two threads at once.
-_FONT_LOCK = threading.Lock()
-
-
-@lru_cache(maxsize=1)
-def _font() -> _Font:
-    return ImageFont.load_default(FONT_SIZE)
+# What one element puts on the paper: an image and its alignment, or blank dots.
+_Piece = tuple[Image.Image, Align] | int
 
 
 def render_page(page: Page) -> Image.Image:
-    """A 1-bit picture: raster blocks on top, text lines below, each aligned as sent."""
+    """A 1-bit picture of the page: its elements top to bottom, each aligned as sent."""
     width = max([PAPER_WIDTH_DOTS, *(_scaled_width(block) for block in page.rasters)])
-    pieces = [(_scale_raster(block), block.align) for block in page.rasters]
-    with _FONT_LOCK:
-        lines = [(_render_line(line, width), line.style.align) for line in _trim_trailing(page)]
-    pieces += lines
-    height = min(MAX_RENDER_HEIGHT, 2 * MARGIN_DOTS + sum(image.height for image, _ in pieces))
-    canvas = Image.new("1", (width, height), 1)
-    top = MARGIN_DOTS
-    for image, align in pieces:
-        if top >= height:
+    pieces: list[_Piece] = []
+    used = 2 * MARGIN_DOTS
+    for element in _trim_trailing(page.elements):
+        if used >= MAX_RENDER_HEIGHT:
             break
+        piece = _draw(element, width)
+        if piece is not None:
+            pieces.append(piece)
+            used += piece if isinstance(piece, int) else piece[0].height
+    canvas = Image.new("1", (width, min(MAX_RENDER_HEIGHT, used)), 1)
+    top = MARGIN_DOTS
+    for piece in pieces:
+        if top >= canvas.height:
+            break
+        if isinstance(piece, int):
+            top += piece
+            continue
+        image, align = piece
         canvas.paste(image, (_left_edge(align, width, image.width), top))
         top += image.height
     return canvas
+
+
+def _draw(element: Element, width: int) -> _Piece | None:
+    if isinstance(element, TextLine):
+        return _render_line(element, width), element.style.align
+    if isinstance(element, RasterBlock):
+        return _scale_raster(element), element.align
+    if isinstance(element, QrCode):
+        image = qr_image(element)
+        return None if image is None else (image, element.align)
+    if isinstance(element, Barcode):
+        return barcode_image(element, width), element.align
+    return element.dots
 
 
 def _scaled_width(block: RasterBlock) -> int:
@@ -60,26 +87,25 @@ def _scale_raster(block: RasterBlock) -> Image.Image:
     return block.image.resize(size, Image.Resampling.NEAREST)
 
 
-def _trim_trailing(page: Page) -> list[TextLine]:
+def _trim_trailing(page_elements: list[Element]) -> list[Element]:
     # Drivers feed blank lines before a cut so the text clears the cutter.
-    lines = list(page.lines)
-    while lines and lines[-1].is_blank:
-        lines.pop()
-    return lines
+    elements = list(page_elements)
+    while elements and _is_blank(elements[-1]):
+        elements.pop()
+    return elements
+
+
+def _is_blank(element: Element) -> bool:
+    return isinstance(element, Feed) or (isinstance(element, TextLine) and element.is_blank)
 
 
 def _render_line(line: TextLine, page_width: int) -> Image.Image:
     style = line.style
     # Render only what fits on the paper before scaling: 8x text would be huge.
     fitting_width = math.ceil(page_width / style.width_scale)
-    font = _font()
-    text_width = min(fitting_width, math.ceil(font.getlength(line.text)) + 1)
-    image = Image.new("1", (max(1, text_width), LINE_HEIGHT), 1)
-    if line.text:
-        draw = ImageDraw.Draw(image)
-        draw.text((0, 0), line.text, font=font, fill=0)
-        if style.bold:
-            draw.text((1, 0), line.text, font=font, fill=0)
+    glyphs = text_image(line.text, bold=style.bold, max_width=fitting_width)
+    image = Image.new("1", (glyphs.width, LINE_HEIGHT), 1)
+    image.paste(glyphs, (0, 0))
     if (style.width_scale, style.height_scale) == (1, 1):
         return image
     size = (image.width * style.width_scale, image.height * style.height_scale)

@@ -343,5 +343,10 @@ class PrinterEmulator:
                 "connection %d skipped %d unknown commands",
                 connection.number, decoder.unknown_commands,
             )  # fmt: skip
+        if decoder.skipped_symbols:
+            logger.info(
+                "connection %d sent %d barcodes or 2D codes the emulator does not draw",
+                connection.number, decoder.skipped_symbols,
+            )  # fmt: skip
         self._count_connection(-1)
         logger.debug("connection %d closed", connection.number)

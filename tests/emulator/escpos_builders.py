@@ -61,3 +61,36 @@ def badge_job(job_id: str | None, image: Image.Image | None = None, name: str = 
         payload += f"job {job_id}\n".encode()
     payload += b"\x1bd\x04" + FULL_CUT
     return bytes(payload)
+
+
+def qr_code(data: bytes, module_dots: int = 3, level: str = "L", model: int = 2) -> bytes:
+    """`GS ( k` QR Code: <Function 165> model, 167 module size, 169 level, 180 store, 181 print."""
+    levels = {"L": 48, "M": 49, "Q": 50, "H": 51}
+
+    def function(fn: int, params: bytes) -> bytes:
+        return b"\x1d(k" + (len(params) + 2).to_bytes(2, "little") + bytes([49, fn]) + params
+
+    return b"".join(
+        [
+            function(65, bytes([48 + model, 0])),
+            function(67, bytes([module_dots])),
+            function(69, bytes([levels[level]])),
+            function(80, b"0" + data),
+            function(81, b"0"),
+        ]
+    )
+
+
+def barcode_nul(system: int, data: bytes) -> bytes:
+    """`GS k m d1..dk NUL`, m 0..6."""
+    return b"\x1dk" + bytes([system]) + data + b"\x00"
+
+
+def barcode_counted(system: int, data: bytes) -> bytes:
+    """`GS k m n d1..dn`, m 65..79."""
+    return b"\x1dk" + bytes([system, len(data)]) + data
+
+
+def barcode_settings(height: int = 80, module: int = 2, hri: int = 2, font: int = 0) -> bytes:
+    """`GS h n`, `GS w n`, `GS H n` (0 none, 1 above, 2 below, 3 both), `GS f n` (0 A, 1 B)."""
+    return bytes([0x1D, 0x68, height, 0x1D, 0x77, module, 0x1D, 0x48, hri, 0x1D, 0x66, font])

@@ -7,7 +7,7 @@ import random
 import pytest
 from PIL import Image
 
-from badgeline.emulator import Align, EscPosDecoder, PageCut, StatusRequest
+from badgeline.emulator import Align, EscPosDecoder, PageCut, QrCode, StatusRequest
 from badgeline.emulator.page import MAX_RASTER_WIDTH_DOTS
 from tests.emulator.escpos_builders import (
     ESC_INIT,
@@ -15,6 +15,8 @@ from tests.emulator.escpos_builders import (
     PARTIAL_CUT,
     badge_image,
     badge_job,
+    barcode_settings,
+    qr_code,
     raster_command,
     status_query,
 )
@@ -46,6 +48,10 @@ def mixed_stream() -> bytes:
             b"\x1b*\x00\x03\x00\xff\x10\x04",  # ESC * column image holding 0x10 0x04
             b"\x1dk\x02123456789012\x00",  # GS k EAN13, NUL-terminated
             b"\x1dkI\x05{B123",  # GS k CODE128, length-prefixed
+            barcode_settings(height=50, module=2, hri=3, font=1),  # GS h, GS w, GS H, GS f
+            qr_code(b"https://badgeline.example/\x10\x04", 4, "Q"),  # store data holds 0x10 0x04
+            b"\x1d(k\x05\x00\x30\x50\x30\x10\x04\x1d(k\x03\x00\x30\x51\x30",  # PDF417
+            b"\x1bJ\x20",  # ESC J: feed 32 dots
             b"\x1b&\x03\x41\x42\x02" + bytes(6) + b"\x01" + bytes(3),  # downloaded chars
             b"\x1bD\x08\x10\x00",  # tab stops, NUL-terminated
             b"\x1b\xfe\x1d\xfe",  # unknown ESC and GS commands
@@ -90,6 +96,20 @@ def test_given_the_mixed_stream_then_status_requests_and_pages_come_out_in_order
     assert len(first.page.rasters) == 1
     assert second.page.text == ["second"]
     assert second.partial is True
+
+
+def test_given_the_mixed_stream_then_the_page_keeps_its_elements_in_arrival_order():
+    decoder = EscPosDecoder()
+    first = cuts(decoder.feed(mixed_stream()))[0].page
+
+    kinds = [type(element).__name__ for element in first.elements]
+    assert kinds == ["TextLine", "RasterBlock", "Barcode", "Barcode", "QrCode", "Feed",
+                     "TextLine", "TextLine", "TextLine", "TextLine", "TextLine"]  # fmt: skip
+    qr = next(element for element in first.elements if isinstance(element, QrCode))
+    assert (qr.data, qr.module_dots, qr.error_correction) == (
+        b"https://badgeline.example/\x10\x04", 4, "Q",
+    )  # fmt: skip
+    assert decoder.skipped_symbols == 1  # the PDF417
 
 
 def test_given_styled_text_then_each_line_keeps_the_style_at_its_start():
