@@ -6,7 +6,7 @@ import asyncio
 
 from PIL import Image, ImageChops
 
-from badgeline.agent.badge.raster import badge_to_escpos, render_badge
+from badgeline.badge.raster import badge_to_escpos, render_badge
 from badgeline.emulator import EscPosDecoder, Page, PageCut, PrinterEmulator, TextLine, render_page
 from badgeline.samples import sample_badge_pdf
 from tests.emulator.escpos_builders import ESC_INIT, FULL_CUT
