@@ -18,6 +18,8 @@ from badgeline.coordinator.redis_server import EmbeddedRedis
 KIOSK_TOKEN = "kiosk-token-for-tests"
 OPERATOR_TOKEN = "operator-token-for-tests"
 TEST_PRINTERS = ("printer-a", "printer-b", "printer-c")
+# More agents with tokens, for the few tests that run a printer per speed or model.
+MORE_TEST_PRINTERS = ("printer-d", "printer-e")
 
 
 def agent_token(printer_id: str) -> str:
@@ -36,7 +38,7 @@ def test_tokens() -> list[TokenEntry]:
     entries += [
         TokenEntry(name=f"agent-{p}", role="agent", sha256=token_digest(agent_token(p)),
                    printer_id=p)
-        for p in TEST_PRINTERS
+        for p in TEST_PRINTERS + MORE_TEST_PRINTERS
     ]  # fmt: skip
     return entries
 

@@ -17,6 +17,7 @@ import badgeline
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.journal import Journal, JournalError
 from badgeline.agent.printers import AsyncPrinterLink
+from badgeline.agent.printers.status import is_busy_report
 from badgeline.agent.retry import (
     Backoff,
     ComebackSignal,
@@ -81,7 +82,11 @@ class PrinterWatch:
             self._ready.clear()
             if was_ready:
                 self.interruptions += 1
-        if was_ready != self.ready or previous.detail != report.detail:
+        # A busy printer is no news: logging every badge's "busy" and back is noise.
+        news = previous.detail != report.detail and not (
+            is_busy_report(previous) or is_busy_report(report)
+        )
+        if was_ready != self.ready or news:
             level = logging.INFO if self.ready else logging.WARNING
             log_event(
                 "printer_ready" if self.ready else "printer_not_ready",

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,7 @@ from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog, unless_sto
 from badgeline.agent.slots import JobSlots
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.agent_models import AckRequest, StartResponse
+from badgeline.protocol.failures import FailureReason
 from badgeline.protocol.states import AckResult
 
 # While a pipelined printer has room for another badge and one is being granted, the
@@ -76,6 +78,10 @@ class _Granted:
     deadline: float = 0.0  # loop time by which its answer must have come
     pause_s: float = FIRST_POLL_S  # the next pause between polls of its confirmation
     interruptions: int = 0  # the printer faults the agent had seen when it was sent
+    # Where its bytes end in the connection's stream, and when the printer was first
+    # seen to have taken them all (a slow printer takes a badge at print speed).
+    last_byte: int = 0
+    taken_at: float | None = None
 
     @property
     def ticket(self) -> JobTicket:
@@ -197,7 +203,9 @@ class PrintLoop:
             reason = f"journal write failed before printing: {error}"
             log_event("journal_failed", logging.ERROR, writing="record_grant", error=reason,
                       **granted.trace())  # fmt: skip
-            await self._ack_without_journal(ticket, AckResult.FAILED, reason, granted.fence)
+            await self._ack_without_journal(
+                ticket, AckResult.FAILED, reason, granted.fence, FailureReason.JOURNAL
+            )
             return None
         return granted
 
@@ -301,6 +309,7 @@ class PrintLoop:
             return
         if by_process_id:
             granted.deadline = asyncio.get_running_loop().time() + self.confirm_timeout_s
+            granted.last_byte = self.link.bytes_sent()
             self.in_flight.append(granted)
             return
         # By status: a healthy DLE EOT right after the bytes (a write-only link
@@ -323,13 +332,13 @@ class PrintLoop:
             pause_s = min(pause_s, PIPELINE_POLL_S)  # a badge being granted goes out soon
         completion = await self.link.poll_printed(oldest.process_id, pause_s)
         if completion is None:
-            if loop.time() < oldest.deadline:
+            if loop.time() < self._confirm_deadline(oldest):
                 oldest.pause_s = min(2 * oldest.pause_s, DEFAULT_POLL_S)
                 return
             completion = Completion(
                 Outcome.TIMED_OUT,
-                f"no process ID response within {self.confirm_timeout_s:g} s"
-                " though the printer is online",
+                f"no process ID response within {self.confirm_timeout_s:g} s of the printer"
+                " taking the last byte, though it is online",
             )
         self.in_flight.popleft()
         await self._learn_support(completion)
@@ -355,6 +364,23 @@ class PrintLoop:
         # chaos run reprinted such a badge, printed and answered, needlessly).
         while self.in_flight and self.in_flight[0].interruptions <= oldest.interruptions:
             await self._finish_printed_or_doubted(self.in_flight.popleft(), doubt)
+
+    def _confirm_deadline(self, granted: _Granted) -> float:
+        """Until when the badge may take to come out: `confirm_timeout_s` after it was
+        sent, or after the printer took its last byte, whichever is later.
+
+        A slow printer (a card printer takes 30 s a badge) with a badge or two
+        still in the agent's send queue is printing them: the clock starts once
+        it has taken the whole badge, not when the agent wrote it. Until then
+        the polls tell a printer that still takes our bytes from one that
+        stalled (poll_process_id: SILENT).
+        """
+        if self.link.bytes_taken() < granted.last_byte:
+            return math.inf
+        loop = asyncio.get_running_loop()
+        if granted.taken_at is None:
+            granted.taken_at = loop.time()
+        return max(granted.deadline, granted.taken_at + self.confirm_timeout_s)
 
     async def _lose_in_flight(self, doubt: str) -> None:
         """Every badge still in flight: its fate is unknown (the printer may clear its buffer)."""
@@ -432,7 +458,11 @@ class PrintLoop:
             if result is AckResult.PRINTED:
                 await self.journal.record_printed(job_id, lease_id)
             elif result is AckResult.FAILED:
-                await self.journal.record_failed(job_id, lease_id, reason or "failed")
+                # Every failure after a grant is the printer's: the badge itself was
+                # fetched and rendered, so another try (or printer) may print it.
+                await self.journal.record_failed(
+                    job_id, lease_id, reason or "failed", FailureReason.PRINTER
+                )
             else:
                 await self.journal.record_uncertain(job_id, lease_id, reason or "uncertain")
         except JournalError as error:
@@ -440,15 +470,22 @@ class PrintLoop:
             # now, or a restart would call it uncertain and print it again.
             log_event("journal_failed", logging.ERROR, writing=f"record_{result}",
                       error=str(error), result=str(result), **ticket.trace())  # fmt: skip
-            await self._ack_without_journal(ticket, result, reason, fence)
+            failure = FailureReason.PRINTER if result is AckResult.FAILED else None
+            await self._ack_without_journal(ticket, result, reason, fence, failure)
 
     async def _ack_without_journal(
-        self, ticket: JobTicket, result: AckResult, reason: str | None, fence: int
+        self,
+        ticket: JobTicket,
+        result: AckResult,
+        reason: str | None,
+        fence: int,
+        failure: FailureReason | None = None,
     ) -> None:
         """Best effort, once: the journal cannot hold this result for the outbox."""
         request = AckRequest(
-            lease_id=ticket.lease_id, result=result, error=clip_error(reason), fence=fence
-        )
+            lease_id=ticket.lease_id, result=result, error=clip_error(reason), fence=fence,
+            reason=failure,
+        )  # fmt: skip
         try:
             await self.client.ack(ticket.job_id, request, correlation_id=ticket.correlation_id)
         except (CoordinatorUnavailable, CoordinatorRejected) as error:

@@ -12,8 +12,13 @@ for the head, of the page on the head not yet printed (released evenly over
 its print time), and of content still arriving, uncut. Connections stop
 reading their sockets while it is full, so a sender is held back by TCP, as
 by a real printer, and real-time status queries queue behind the data.
-An idle head always takes a page, however large: real printers start
-printing an image before all of it has arrived.
+
+A page larger than the buffer still prints, as on a real printer, which
+starts on an image before all of it has arrived: an idle head starts on the
+page still arriving, at print speed (the last page's size per
+`ms_per_badge`), so its bytes leave the buffer as the paper moves and the
+rest comes in behind them. The page is recorded once it is cut and its
+`ms_per_badge`, counted from that start, has passed.
 
 A fault that stops printing (jam, cover open, paper out, offline) empties
 the buffer: the page on the head is ruined, every waiting page is discarded
@@ -62,9 +67,14 @@ class PrintedBadge:
     text: list[str]
     connection: int
 
+    # Unix time in seconds when the head started on it (its bytes may still have
+    # been arriving): from it to `at` the printer was printing this badge.
+    started_at: float | None = None
+
     def row(self) -> dict[str, Any]:
         """The `/printed` row."""
-        return {"job_id": self.job_id, "at": self.at, "png": str(self.png) if self.png else None}
+        return {"job_id": self.job_id, "at": self.at, "started_at": self.started_at,
+                "png": str(self.png) if self.png else None}  # fmt: skip
 
 
 @dataclass
@@ -88,6 +98,18 @@ class _QueuedPage:
     page: Page
     connection: int
     size: int  # receive-buffer bytes it holds until it is out
+    # Printing it had done while it was still arriving (see _PrintingAhead).
+    head_start_s: float = 0.0
+    started_at: float | None = None
+
+
+@dataclass
+class _PrintingAhead:
+    """An idle head at work on a page still arriving: how far it got."""
+
+    started_at: float  # Unix time
+    printed_s: float = 0.0  # seconds of printing done (a frozen spell does not count)
+    drained: float = 0.0  # bytes of it already printed, out of the buffer
 
 
 @dataclass(frozen=True)
@@ -102,6 +124,9 @@ _Queued = _QueuedPage | _ProcessIdRequest
 DEFAULT_BUFFER_BYTES = 16 * 1024
 # How often a slow print releases buffer space (and re-checks for a fault).
 RELEASE_STEP_S = 0.05
+# The size a page is taken to have while it is still arriving, before the first
+# page has told: an 80 mm badge 100 mm long at 8 dots/mm, as a raster.
+NOMINAL_PAGE_BYTES = 576 // 8 * 800
 PROCESS_ID_HEADER = b"\x37\x22"
 
 
@@ -126,6 +151,8 @@ class PrintHead:
         self.receiving_bytes = 0  # uncut content on the connections
         self._queued_bytes = 0
         self._printing_left = 0.0  # bytes of the page on the head not yet on paper
+        self._ahead: _PrintingAhead | None = None
+        self._page_bytes = NOMINAL_PAGE_BYTES  # the last page's size: the print speed
         self._changed = asyncio.Event()
         # PNG names keep counting across resets so no picture is overwritten.
         self._sequence = itertools.count(1)
@@ -133,13 +160,17 @@ class PrintHead:
     @property
     def held_bytes(self) -> int:
         """Bytes in the receive buffer: received, not yet printed."""
-        return self.receiving_bytes + self._queued_bytes + math.ceil(self._printing_left)
+        arriving = self.receiving_bytes - self._drained_ahead()
+        return math.ceil(arriving + self._queued_bytes + self._printing_left)
 
     def room(self) -> int:
-        """How many bytes a connection may read now; 0: the buffer is full."""
-        if not self.printing and self._queue.empty():
-            return max(self.buffer_bytes, self.buffer_bytes - self.held_bytes)
+        """How many bytes a connection may read now; 0: the buffer is full (or it is frozen)."""
+        if self.condition.frozen:
+            return 0
         return max(0, self.buffer_bytes - self.held_bytes)
+
+    def _drained_ahead(self) -> float:
+        return 0.0 if self._ahead is None else min(self._ahead.drained, self.receiving_bytes)
 
     async def wait_for_room(self) -> int:
         while not (room := self.room()):
@@ -147,9 +178,19 @@ class PrintHead:
         return room
 
     def submit(self, page: Page, connection: int, size: int) -> None:
-        self._queued_bytes += size
+        """A cut page, `size` bytes of the buffer (its connection no longer counts them)."""
+        ahead, self._ahead = self._ahead, None
+        queued = _QueuedPage(page, connection, size)
+        if ahead is not None:
+            # The head was already on it: what it printed has left the buffer.
+            drained = min(size, math.floor(ahead.drained))
+            queued = _QueuedPage(page, connection, size - drained, ahead.printed_s,
+                                 ahead.started_at)  # fmt: skip
+        self._page_bytes = max(1, size)
+        self._queued_bytes += queued.size
         self.queued += 1
-        self._queue.put_nowait(_QueuedPage(page, connection, size))
+        self._queue.put_nowait(queued)
+        self.notify()
 
     def submit_process_id(
         self, process_id: bytes, connection: int, reply: Callable[[bytes], None]
@@ -166,6 +207,7 @@ class PrintHead:
 
     def flush(self, reason: str) -> None:
         """A fault cleared the buffer: discard every waiting page, drop every waiting request."""
+        self._ahead = None
         while not self._queue.empty():
             item = self._queue.get_nowait()
             if isinstance(item, _QueuedPage):
@@ -190,9 +232,27 @@ class PrintHead:
             while not predicate():
                 await self._changed.wait()
 
+    def uncut_gone(self) -> None:
+        """Content still arriving was dropped (its connection closed before a cut)."""
+        if self._ahead is not None and self.receiving_bytes <= 0:
+            self._ahead = None
+        self.notify()
+
+    def cut_discarded(self) -> None:
+        """The page still arriving was cut and discarded (spoiled): nothing to print ahead."""
+        self._ahead = None
+        self.notify()
+
     async def run(self) -> None:
         while True:
-            queued = await self._queue.get()
+            await self._thawed()
+            if self._queue.empty():
+                if self.receiving_bytes > self._drained_ahead() and not self._faulted():
+                    await self._print_ahead()
+                else:
+                    await self._changed.wait()
+                continue
+            queued = self._queue.get_nowait()
             if isinstance(queued, _ProcessIdRequest):
                 self._answer(queued)
                 continue
@@ -210,9 +270,43 @@ class PrintHead:
                 self._printing_left = 0
                 self.notify()
 
+    async def _print_ahead(self) -> None:
+        """Work on the page still arriving, at print speed, until it is cut (or a fault,
+        a freeze, or nothing more arrives to print); its bytes leave the buffer."""
+        loop = asyncio.get_running_loop()
+        ahead = self._ahead
+        if ahead is None:
+            ahead = self._ahead = _PrintingAhead(started_at=time.time())
+        self.printing = True
+        self.notify()
+        try:
+            last = loop.time()
+            while self._ahead is ahead and self._queue.empty() and not self._faulted():
+                if self.condition.frozen:
+                    return
+                now = loop.time()
+                seconds = self.condition.ms_per_badge / 1000
+                printed = self._page_bytes * (now - last) / seconds if seconds else math.inf
+                ahead.printed_s += now - last
+                ahead.drained = min(self.receiving_bytes, ahead.drained + printed)
+                last = now
+                self.notify()
+                if ahead.drained >= self.receiving_bytes:
+                    return  # printed all that came: wait for more (run() waits on news)
+                with contextlib.suppress(TimeoutError):
+                    await self.wait_until(lambda: not self._queue.empty(), RELEASE_STEP_S)
+        finally:
+            self.printing = False
+            self.notify()
+
     def _dequeued(self, queued: _QueuedPage) -> None:
         self._queued_bytes -= queued.size
         self.queued -= 1
+
+    async def _thawed(self) -> None:
+        """While frozen the head stands still, holding what it has."""
+        while self.condition.frozen:
+            await self._changed.wait()
 
     def _answer(self, request: _ProcessIdRequest) -> None:
         if not self.condition.can_print:
@@ -224,7 +318,8 @@ class PrintHead:
         self.notify()
 
     async def _print(self, queued: _QueuedPage) -> None:
-        if await self._fault_struck_within(queued.size):
+        started_at = queued.started_at or time.time()
+        if await self._fault_struck_within(queued.size, queued.head_start_s):
             # The badge was still going through the printer: it is ruined.
             reason = f"{self.condition.fault} while printing"
             self.discard(queued.page, queued.connection, reason)
@@ -238,32 +333,40 @@ class PrintHead:
         path = self.out_dir / f"{sequence:06d}-{job_id or 'no-job'}.png"
         raster, png = await asyncio.to_thread(_save_picture, queued.page, path)
         page = queued.page
-        badge = PrintedBadge(sequence, job_id, at, png, raster, page.text, queued.connection)
+        badge = PrintedBadge(sequence, job_id, at, png, raster, page.text, queued.connection,
+                             started_at)  # fmt: skip
         self.printed.append(badge)
         logger.info("printed #%d job_id=%s png=%s", sequence, job_id, png)
         self.notify()
 
-    async def _fault_struck_within(self, size: int) -> bool:
+    async def _fault_struck_within(self, size: int, head_start_s: float = 0.0) -> bool:
         """Print for the current `ms_per_badge`, releasing the page's buffer bytes as it goes.
 
-        A speed change applies to the page on the head too (setting 0 finishes
-        it). Stops early, True, if the printer faults meanwhile.
+        `head_start_s` of it were printed while it arrived. A speed change applies
+        to the page on the head too (setting 0 finishes it). Stops early, True, if
+        the printer faults meanwhile.
         """
         loop = asyncio.get_running_loop()
-        started = loop.time()
+        started = loop.time() - head_start_s
         while not self._faulted():
+            if self.condition.frozen:
+                # The page stops where it is, and goes on from there once thawed.
+                frozen_at = loop.time()
+                await self._thawed()
+                started += loop.time() - frozen_at
+                continue
             seconds = self.condition.ms_per_badge / 1000
             left = started + seconds - loop.time()
             if left <= 0:
                 break
-            self._printing_left = size * left / seconds
+            self._printing_left = size * min(1.0, left / max(seconds - head_start_s, 1e-9))
             self.notify()
             with contextlib.suppress(TimeoutError):
                 await self.wait_until(self._faulted, min(left, RELEASE_STEP_S))
         return self._faulted()
 
     def _faulted(self) -> bool:
-        return not self.condition.can_print
+        return self.condition.clears_buffer
 
 
 def _save_picture(page: Page, path: Path) -> tuple[Image.Image | None, Path | None]:

@@ -5,6 +5,16 @@ cuts on one connection; every connection feeds the one print head and its
 bounded receive buffer, as a real printer has one head however many hosts
 talk to it. A connection reads its socket only while the buffer has room
 (printhead.py says what fills it and what a fault does to it).
+
+TCP flow control must then reach the sender, as it does from a real
+printer, whose TCP window is its free buffer (Epson's UB-E02 network
+interface buffers 16 KB from the host: UB-E02 Technical Reference, 4.1.1).
+So the operating system may hold next to nothing for the emulator: every
+accepted socket has the smallest receive buffer Linux allows, and asyncio's
+stream buffer is small too. What the printer has not read then waits in
+the *sender's* send queue, where its TCP stack can see it (the agent tells a
+busy printer from a gone one by it), and a real-time status query sent
+behind a badge waits there too, until the printer has read up to it.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +42,10 @@ logger = logging.getLogger(__name__)
 READ_SIZE = 65536
 # How long stop() lets connection handlers finish after their sockets close.
 STOP_GRACE_S = 5.0
+# The smallest receive buffer (Linux rounds it up to its minimum, about 2 KB) and
+# asyncio's stream buffer: what the OS and asyncio hold beyond the modelled buffer.
+SOCKET_RECEIVE_BUFFER = 1
+STREAM_LIMIT = 512
 
 
 class _Connection:
@@ -99,7 +114,9 @@ class PrinterEmulator:
     async def _start(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         port, control_port = self._requested_ports
-        self._tcp_server = await asyncio.start_server(self._serve_connection, self.host, port)
+        self._tcp_server = await asyncio.start_server(
+            self._serve_connection, sock=_listening_socket(self.host, port), limit=STREAM_LIMIT
+        )
         self._control_runner = web.AppRunner(create_control_app(self), access_log=None)
         await self._control_runner.setup()
         await web.TCPSite(self._control_runner, self.host, control_port).start()
@@ -174,7 +191,7 @@ class PrinterEmulator:
         if value != self.condition.fault:
             logger.info("fault %s -> %s", self.condition.fault, value)
         self.condition.fault = value
-        if not self.condition.can_print:
+        if self.condition.clears_buffer:
             self._clear_buffer(f"the buffer was cleared: {value}")
         self._head.notify()
 
@@ -258,7 +275,9 @@ class PrinterEmulator:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
-        while chunk := await reader.read(min(READ_SIZE, await self._head.wait_for_room())):
+        # With room for any of it, the printer reads all that is there: the little the
+        # OS holds must not keep a status query behind it waiting (see the module notes).
+        while (await self._head.wait_for_room()) and (chunk := await reader.read(READ_SIZE)):
             replies = self._handle_chunk(connection, chunk)
             if replies:
                 writer.write(replies)
@@ -267,9 +286,10 @@ class PrinterEmulator:
     def _handle_chunk(self, connection: _Connection, chunk: bytes) -> bytes:
         """Decode one read; return the status bytes to send back.
 
-        Runs without awaiting, so the fault is the same for the whole chunk.
+        Runs without awaiting, so the fault is the same for the whole chunk. A
+        chunk read just before the printer froze is kept, as frozen keeps all.
         """
-        can_print = self.condition.can_print
+        can_print = self.condition.can_print or self.condition.frozen
         self._hold(connection, len(chunk))
         replies = bytearray()
         for event in connection.decoder.feed(chunk):
@@ -284,7 +304,10 @@ class PrinterEmulator:
             # Commands that print nothing (status queries, settings) leave the buffer at once.
             self._hold(connection, -connection.receiving)
         elif not can_print:
+            # A faulted printer keeps nothing of a page it cannot print (the page is
+            # discarded at its cut): it goes on reading, and answering status.
             connection.page_spoiled = True
+            self._hold(connection, -connection.receiving)
         self._head.notify()
         return bytes(replies)
 
@@ -296,8 +319,10 @@ class PrinterEmulator:
         if page.truncated:
             logger.warning("connection %d: page exceeded the emulator's limits", connection.number)
         if not can_print:
+            self._head.cut_discarded()
             self._head.discard(page, connection.number, f"printer is {self.condition.fault}")
         elif connection.page_spoiled:
+            self._head.cut_discarded()
             self._head.discard(page, connection.number, "a fault cleared part of it")
         else:
             self._head.submit(page, connection.number, size)
@@ -334,6 +359,7 @@ class PrinterEmulator:
     def _close_connection(self, connection: _Connection) -> None:
         decoder = connection.decoder
         self._hold(connection, -connection.receiving)
+        self._head.uncut_gone()
         if decoder.has_pending_content:
             # Paper printed but never cut is not a badge anyone can take away.
             self._head.counters.abandoned += 1
@@ -350,3 +376,25 @@ class PrinterEmulator:
             )  # fmt: skip
         self._count_connection(-1)
         logger.debug("connection %d closed", connection.number)
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket whose connections get the smallest receive buffer.
+
+    Set before listen(): accepted sockets inherit it, and the window scale a
+    connection agrees on at its start follows from it.
+    """
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    listener = socket.socket(family, kind, proto)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_RECEIVE_BUFFER)
+        listener.bind(address)
+        listener.listen(64)
+        listener.setblocking(False)
+    except BaseException:
+        listener.close()
+        raise
+    return listener

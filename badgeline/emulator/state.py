@@ -23,6 +23,9 @@ What each fault answers (n=1 / n=2 / n=3 / n=4):
     paper_out   0x1A / 0x32 / 0x12 / 0x7E   the near-end sensor sits before
                                             the end sensor, so both report
     offline     no answer at all: a printer that is switched off or hung
+    frozen      no answer and nothing read or printed, the buffer kept: a
+                printer that hung mid-badge, or whose cable is out. TCP
+                holds the sender's bytes; it all goes on when it thaws
 
 python-escpos reads n=4 with masks 0x72 (end), 0x1E (near end), 0x12 (ok),
 checked in that order, and n=1 with mask 0x08; these bytes satisfy both.
@@ -56,6 +59,7 @@ class Fault(StrEnum):
     PAPER_OUT = "paper_out"
     PAPER_LOW = "paper_low"
     OFFLINE = "offline"
+    FROZEN = "frozen"
 
 
 # Faults under which the printer keeps printing: near-end still leaves paper.
@@ -84,7 +88,7 @@ def can_print(fault: Fault) -> bool:
 
 def status_reply(fault: Fault, query: int) -> bytes | None:
     """The byte answering `DLE EOT query`, or None when the printer stays silent."""
-    if fault is Fault.OFFLINE or query not in STATUS_QUERIES:
+    if fault in (Fault.OFFLINE, Fault.FROZEN) or query not in STATUS_QUERIES:
         return None
     return bytes([STATUS_BASE | _STATUS_BITS[fault].get(query, 0)])
 
@@ -119,6 +123,16 @@ class PrinterCondition:
     @property
     def can_print(self) -> bool:
         return can_print(self._fault)
+
+    @property
+    def frozen(self) -> bool:
+        """Hung: nothing read, printed or answered, and nothing lost (see Fault.FROZEN)."""
+        return self._fault is Fault.FROZEN
+
+    @property
+    def clears_buffer(self) -> bool:
+        """A fault that stops printing and empties the buffer (every one but frozen)."""
+        return not self.can_print and not self.frozen
 
     def status_reply(self, query: int) -> bytes | None:
         return status_reply(self._fault, query)

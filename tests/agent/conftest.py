@@ -93,6 +93,13 @@ class Kiosk:
     async def state(self, job_id: str) -> str:
         return str((await self.job(job_id))["state"])
 
+    async def operator_get(self, path: str) -> Any:
+        async with self.session.get(
+            self.coordinator.url + path, headers=auth(OPERATOR_TOKEN)
+        ) as response:
+            assert response.status == 200, await response.text()
+            return await response.json()
+
     async def cancel(self, job_id: str) -> int:
         async with self.session.post(
             f"{self.coordinator.url}/v1/jobs/{job_id}/cancel", headers=auth(KIOSK_TOKEN)

@@ -205,11 +205,12 @@ async def test_a_test_print_waits_for_the_badge_being_printed(
             relay.release_replies()
             async with await test_print as response:
                 assert response.status == 200
+            # (its bytes may still be on their way through the relay)
+            await emulator.wait_until(lambda e: len(e.printed) == 2, timeout=10)
     finally:
         await relay.stop()
     # THEN the badge was confirmed on its own (printed, not uncertain), then the test print
     await wait_for(lambda: _state_is(kiosk, job_id, "printed"))
-    await emulator.wait_until(lambda e: len(e.printed) == 2, timeout=10)
     assert [badge.job_id for badge in emulator.printed] == [job_id, None]
     assert "test print printer-a" in emulator.printed[1].text
 

@@ -120,7 +120,8 @@ async def test_given_prints_then_printed_lists_one_row_per_print(
 
     assert [row["job_id"] for row in rows] == ["row-1", None, "row-1"]  # duplicates stay visible
     for row, badge in zip(rows, emulator.printed, strict=True):
-        assert set(row) == {"job_id", "at", "png"}
+        assert set(row) == {"job_id", "at", "started_at", "png"}
+        assert row["started_at"] <= row["at"]
         assert row["at"] == badge.at
         assert row["png"] == str(badge.png)
 

@@ -4,15 +4,16 @@ An agent acks `failed` only when no badge can have come out: the badge could not
 be fetched or rendered, or the write to the printer failed. A printer fault after
 the start grant (cover opened, jam) is acked `uncertain` instead, since the badge
 may be out: that job is re-dispatched flagged possible_duplicate and costs no
-attempt. So the failing print here is a badge whose PDF the artifact store does
-not have: every attempt really goes to the agent, which acks it `failed`.
+attempt. So the failing print here is a badge whose server cannot be reached
+(a transient failure: a permanent one, such as a PDF that does not exist, fails
+at once): every attempt really goes to the agent, which acks it `failed`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 
+from badgeline.coordinator.redis_server import free_port
 from tests.failover.checks import check_printed_once, wait_all_printed, wait_for
 from tests.failover.conftest import VenueFactory
 
@@ -29,14 +30,16 @@ def test_failed_prints_back_off_then_fail_and_dead_letter_after_max_attempts(
         coordinator={"retry_backoff_unit_s": UNIT_S, "max_attempts": MAX_ATTEMPTS},
         printer_ids=("printer-a", "printer-b"),
     )
-    missing = hashlib.sha256(b"a badge nobody uploaded").hexdigest()
-    bad = venue.submit("printer-a", "att-missing", f"artifact://{missing}.pdf")["job_id"]
+    # Nothing listens there: every fetch is refused, a network failure worth a retry.
+    unreachable = f"http://127.0.0.1:{free_port()}/badges/att-missing.pdf"
+    bad = venue.submit("printer-a", "att-missing", unreachable)["job_id"]
     good = venue.submit("printer-a", "att-good", venue.upload_badge(badge_pdf))["job_id"]
 
     wait_for(lambda: venue.job(bad)["state"] == "failed", 40, "the job to fail", venue)
     job = venue.job(bad)
     assert job["attempts"] == MAX_ATTEMPTS
-    assert "not found" in job["last_error"], job["last_error"]
+    assert job["failure_reason"] == "network", job
+    assert "could not be reached" in job["last_error"], job["last_error"]
 
     history = job["history"]
     backoffs = [(n, entry) for n, entry in enumerate(history) if entry["to"] == "retrying"]

@@ -13,6 +13,7 @@ import os
 import select
 import socket
 import threading
+from collections.abc import Callable
 
 from .dle_eot import StatusResponder
 
@@ -40,6 +41,13 @@ class _Recorder:
                 raise AssertionError(
                     f"printer got {len(self._received)} bytes, expected {count} within {timeout}s"
                 )
+            return bytes(self._received)
+
+    def wait_for_stream(self, predicate: Callable[[bytes], bool], timeout: float = WAIT_S) -> bytes:
+        """What was received, once `predicate` holds for it."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: predicate(bytes(self._received)), timeout):
+                raise AssertionError(f"printer got {len(self._received)} bytes, not what was due")
             return bytes(self._received)
 
     def _record(self, data: bytes) -> bytes:

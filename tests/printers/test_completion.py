@@ -141,12 +141,12 @@ def test_waiting_for_a_reply_ends_when_the_reply_arrives(
         link = DeviceLink(DeviceConnection(path=pty_printer[0], timeout_s=2.0))
     waited = threading.Event()
 
-    def exchange(io: LinkIo) -> bytes | None:
+    def exchange(io: LinkIo) -> bytes:
         io.write(b"\x10\x04\x01")
         # WHEN the completion wait pauses between polls, with a pause far longer than the test
         io.wait(600)
         waited.set()
-        return io.read()
+        return io.receive()
 
     worker = threading.Thread(target=lambda: link.converse(exchange), daemon=True)
     worker.start()

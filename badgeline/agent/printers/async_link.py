@@ -30,7 +30,12 @@ from badgeline.agent.printers.errors import (
     StatusUnavailableError,
 )
 from badgeline.agent.printers.link import LinkIo, PrinterLink
-from badgeline.agent.printers.status import StatusQuery, probe_health
+from badgeline.agent.printers.status import (
+    StatusQuery,
+    busy_report,
+    is_busy_report,
+    probe_health,
+)
 from badgeline.protocol.agent_models import PrinterHealthReport
 
 # Worst case of one probe: open, then per query a drain, a send and a reply wait.
@@ -43,6 +48,8 @@ class AsyncPrinterLink:
     def __init__(self, link: PrinterLink) -> None:
         self.link = link
         self._process_ids = ProcessIds()
+        # The printer's last real answer, which a busy printer's report keeps.
+        self._last_answer: PrinterHealthReport | None = None
 
     @property
     def probe_backstop_s(self) -> float:
@@ -58,16 +65,36 @@ class AsyncPrinterLink:
         return await asyncio.to_thread(self.link.read_status, query)
 
     async def probe(self) -> PrinterHealthReport:
-        """DLE EOT 1-4 mapped to a health report; never raises (except on cancellation)."""
+        """DLE EOT 1-4 mapped to a health report; never raises (except on cancellation).
+
+        A printer busy with our bytes is reported as it last answered, busy
+        (status.py), and at once: the look needs no thread and no lock.
+        """
+        if self.link.is_busy():
+            return busy_report(self.link, self._last_answer)
         try:
             async with asyncio.timeout(self.probe_backstop_s):
-                return await asyncio.to_thread(probe_health, self.link)
+                report = await asyncio.to_thread(probe_health, self.link, self._last_answer)
         except TimeoutError:
             return PrinterHealthReport(
                 reachable=False,
                 detail=f"status probe of {self.link.description} did not finish "
                 f"within {self.probe_backstop_s:.0f} s",
             )
+        if not is_busy_report(report):
+            self._last_answer = report
+        return report
+
+    def is_busy(self) -> bool:
+        return self.link.is_busy()
+
+    def bytes_sent(self) -> int:
+        """Bytes written on the current connection (see PrinterLink.bytes_taken)."""
+        return self.link.bytes_sent()
+
+    def bytes_taken(self) -> int:
+        """Bytes of those the printer has taken; no I/O."""
+        return self.link.bytes_taken()
 
     async def send_marked(self, data: bytes) -> bytes:
         """Write a badge followed by its own process ID request; returns the ID to wait for.

@@ -133,25 +133,29 @@ def await_process_id(
 def poll_process_id(io: LinkIo, process_id: bytes, pause_s: float) -> Completion | None:
     """One round of the wait for a requested process ID; None: not yet, ask again later.
 
-    Polls ``DLE EOT 1`` (offline bit), reads up to its status byte (a response
-    sent before it comes first), then waits up to `pause_s` for more replies,
-    returning as soon as some arrive: the next round reads them.
+    Asks ``DLE EOT 1`` (offline bit) unless an earlier poll's question is still
+    unanswered, waits up to `pause_s` for replies (returning as soon as some
+    arrive), and reads what came. A printer busy with our bytes answers late:
+    its silence counts only once it holds none of them, or took none for its
+    stall timeout (``LinkIo.busy``), and its question waited ``timeout_s``
+    since it was asked and since the printer took our last byte.
     """
     replies = io.replies
     if replies.claim(process_id):
         return Completion(Outcome.PRINTED, "process ID response received")
-    replies.take_status()  # stale: only this poll's answer counts
-    io.write(POLL_QUERY)
-    while not replies.status:
-        reply = io.read()
-        if reply is None:
-            return Completion(
-                Outcome.SILENT, "the printer stopped answering before the badge was out"
-            )
-        replies.feed(reply)
-        if replies.claim(process_id):
-            return Completion(Outcome.PRINTED, "process ID response received")
-    if replies.take_status()[-1] & OFFLINE:
-        return Completion(Outcome.FAULT, "the printer went offline before the badge was out")
+    if not replies.unanswered:
+        replies.take_status()  # stale: only this poll's answer counts
+        io.write(POLL_QUERY)
+        replies.asked()
     io.wait(pause_s)
-    return None
+    replies.feed(io.receive())
+    if replies.claim(process_id):
+        return Completion(Outcome.PRINTED, "process ID response received")
+    if replies.status:
+        if replies.take_status()[-1] & OFFLINE:
+            return Completion(Outcome.FAULT, "the printer went offline before the badge was out")
+        return None
+    if io.timeout_s > min(replies.waiting_s(), io.quiet_s()) or io.busy():
+        return None  # asked, or taken by the printer, too recently; or busy
+    replies.forget_questions()
+    return Completion(Outcome.SILENT, "the printer stopped answering before the badge was out")

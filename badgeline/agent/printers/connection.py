@@ -6,7 +6,9 @@ picks the model::
     kind = "network"                  # Ethernet/Wi-Fi printer, raw TCP (JetDirect)
     host = "10.0.0.21"
     port = 9100                       # default
-    timeout_s = 3                     # connect, send and status-reply timeout
+    timeout_s = 3                     # connect and status-reply timeout
+    stall_timeout_s = 15              # every kind: a printer that holds our bytes and
+                                      # takes none for this long is gone (else: busy)
 
     kind = "usb"                      # talk to the printer with libusb (pyusb)
     vendor_id = "0x04b8"              # hex strings as lsusb prints them, or ints
@@ -42,11 +44,17 @@ class _ConnectionModel(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
+# A printer holding the agent's bytes may take none of them for this long before it
+# counts as gone (switched off, cable out); while it takes some, it is busy, not gone.
+STALL_TIMEOUT = Field(default=15.0, gt=0, le=600)
+
+
 class _TcpConnection(_ConnectionModel):
     host: str = Field(min_length=1, max_length=253)
     port: int = Field(default=9100, ge=1, le=65535)
     # python-escpos defaults to 60 s; a heartbeat every second cannot wait that long.
     timeout_s: float = Field(default=3.0, gt=0, le=60)
+    stall_timeout_s: float = STALL_TIMEOUT
 
 
 class NetworkConnection(_TcpConnection):
@@ -83,6 +91,7 @@ class UsbConnection(_ConnectionModel):
     # python-escpos's USB timeout defaults to 0, which libusb reads as "wait forever":
     # a printer that stops reading would hang the print loop, so 0 is not allowed.
     timeout_ms: int = Field(default=2000, ge=1, le=60_000)
+    stall_timeout_s: float = STALL_TIMEOUT
 
     @field_validator("vendor_id", "product_id", "in_endpoint", "out_endpoint", mode="before")
     @classmethod
@@ -115,6 +124,7 @@ class DeviceConnection(_ConnectionModel):
     kind: Literal["device"] = "device"
     path: str = Field(min_length=2, max_length=4096, pattern=r"^/")
     timeout_s: float = Field(default=3.0, gt=0, le=60)
+    stall_timeout_s: float = STALL_TIMEOUT
 
 
 PrinterConnection = Annotated[

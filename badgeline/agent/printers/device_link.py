@@ -107,6 +107,10 @@ class DeviceLink(PrinterLink):
         return self.connection.timeout_s
 
     @property
+    def stall_timeout_s(self) -> float:
+        return self.connection.stall_timeout_s
+
+    @property
     def can_read_status(self) -> bool:
         return self._file is None or self._readable
 
@@ -124,7 +128,9 @@ class DeviceLink(PrinterLink):
                     f"{self.description}: cannot set raw mode: {error}"
                 ) from error
             raise
-        self._file = DeviceFile(fd, self.connection.timeout_s)
+        # Writes wait up to the stall timeout for the device to take more: a printer
+        # with a full buffer takes data again once it has printed some (busy, not gone).
+        self._file = DeviceFile(fd, self.connection.stall_timeout_s)
 
     def _write(self, data: bytes) -> None:
         assert self._file is not None

@@ -24,6 +24,10 @@ class PrinterTimeoutError(PrinterLinkError):
     """The printer stopped accepting data within the configured timeout."""
 
 
+class PrinterBusyError(PrinterLinkError):
+    """The printer is busy taking our bytes: a status query waits behind them (no answer yet)."""
+
+
 class StatusUnavailableError(PrinterLinkError):
     """This link cannot read status bytes back (e.g. a write-only device node)."""
 

@@ -13,6 +13,7 @@ apart even though the ID's own bytes may look like status bytes.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from badgeline.agent.printers.status import is_status_byte
@@ -31,7 +32,26 @@ class ReplySorter:
 
     process_ids: list[bytes] = field(default_factory=list)
     status: list[int] = field(default_factory=list)
+    # Status queries sent that no status byte has answered yet, and when the
+    # oldest of them went (time.monotonic): a printer busy with our bytes
+    # answers them late, all in order, and a poll need not add to the pile.
+    unanswered: int = 0
+    asked_at: float | None = None
     _pending: bytearray = field(default_factory=bytearray)
+
+    def asked(self) -> None:
+        """A status query went to the printer."""
+        self.unanswered += 1
+        if self.asked_at is None:
+            self.asked_at = time.monotonic()
+
+    def forget_questions(self) -> None:
+        """The printer will not answer what it was asked (it is gone): ask afresh."""
+        self.unanswered, self.asked_at = 0, None
+
+    def waiting_s(self) -> float:
+        """How long the oldest unanswered status query has waited (0: none waits)."""
+        return 0.0 if self.asked_at is None else time.monotonic() - self.asked_at
 
     def feed(self, data: bytes) -> None:
         self._pending += data
@@ -40,6 +60,7 @@ class ReplySorter:
                 byte = self._pending.pop(0)
                 if is_status_byte(byte):
                     self.status.append(byte)
+                    self._answered()
                 continue  # anything else is noise: ignored, like the probe does
             if len(self._pending) < RESPONSE_SIZE:
                 return  # the rest of the response is still on its way
@@ -49,6 +70,11 @@ class ReplySorter:
                 del self._pending[:RESPONSE_SIZE]
             else:
                 del self._pending[:1]  # not a response after all: resynchronise
+
+    def _answered(self) -> None:
+        self.unanswered = max(0, self.unanswered - 1)
+        # The next unanswered query (if any) counts from now: it was asked no earlier.
+        self.asked_at = time.monotonic() if self.unanswered else None
 
     def claim(self, process_id: bytes) -> bool:
         """Whether the response for `process_id` has arrived; it is then taken out."""

@@ -41,6 +41,10 @@ How that becomes a ``PrinterHealthReport``:
 
 A link that cannot read status at all (a write-only device node) is reported
 reachable, since the node opened, with ``detail`` saying the status is unknown.
+
+A printer busy with the agent's own bytes cannot answer yet (its queries wait
+behind them: link.py): it is reported reachable, as it last answered
+(`last`), with ``detail`` saying it is busy printing.
 """
 
 from __future__ import annotations
@@ -50,7 +54,11 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
-from badgeline.agent.printers.errors import PrinterLinkError, StatusUnavailableError
+from badgeline.agent.printers.errors import (
+    PrinterBusyError,
+    PrinterLinkError,
+    StatusUnavailableError,
+)
 from badgeline.protocol.agent_models import PrinterHealthReport
 from badgeline.protocol.states import PaperLevel
 
@@ -63,6 +71,7 @@ DLE_EOT = b"\x10\x04"
 STATUS_FIXED_MASK = 0x93  # bits 0, 1, 4, 7
 STATUS_FIXED_BITS = 0x12  # bits 1 and 4 set, bits 0 and 7 clear
 MAX_DETAIL = 200  # PrinterHealthReport.detail's limit
+BUSY_DETAIL = "busy printing"
 
 
 class StatusQuery(IntEnum):
@@ -185,13 +194,24 @@ def read_status_bytes(link: PrinterLink) -> StatusBytes:
     return StatusBytes(*replies)
 
 
-def probe_health(link: PrinterLink) -> PrinterHealthReport:
-    """Query the printer's real-time status. Blocking; never raises."""
+def probe_health(
+    link: PrinterLink, last: PrinterHealthReport | None = None
+) -> PrinterHealthReport:
+    """Query the printer's real-time status. Blocking; never raises.
+
+    `last` is the printer's last real answer: a busy printer keeps what it said
+    then (paper low stays low), since it cannot say anything new until it has
+    read up to the question.
+    """
     try:
+        if link.is_busy():
+            return busy_report(link, last)
         link.open()
         if not link.can_read_status:
             return _status_unknown(f"{link.description} cannot report status")
         return health_from_status(read_status_bytes(link))
+    except PrinterBusyError:
+        return busy_report(link, last)
     except StatusUnavailableError as error:
         return _status_unknown(str(error))
     except PrinterLinkError as error:
@@ -203,6 +223,18 @@ def probe_health(link: PrinterLink) -> PrinterHealthReport:
         return PrinterHealthReport(
             reachable=False, detail=_clip(f"status probe failed: {type(error).__name__}: {error}")
         )
+
+
+def busy_report(link: PrinterLink, last: PrinterHealthReport | None) -> PrinterHealthReport:
+    """The printer is printing our bytes: reachable, as it last said, and busy."""
+    detail = _clip(f"{BUSY_DETAIL}: {link.backlog()} bytes still to take")
+    if last is None or not last.reachable:
+        return PrinterHealthReport(reachable=True, detail=detail)
+    return last.model_copy(update={"detail": detail})
+
+
+def is_busy_report(report: PrinterHealthReport) -> bool:
+    return (report.detail or "").startswith(BUSY_DETAIL)
 
 
 def _status_unknown(reason: str) -> PrinterHealthReport:

@@ -126,8 +126,16 @@ class UsbLink(PrinterLink):
         assert out_endpoint is not None
         return out_endpoint, in_endpoint
 
+    @property
+    def stall_timeout_s(self) -> float:
+        return self.connection.stall_timeout_s
+
     def _write(self, data: bytes) -> None:
-        self._printer._raw(data)
+        # A chunk may take up to the stall timeout, not timeout_ms: a printer whose
+        # buffer is full NAKs until it has printed some room (busy, not gone). Not
+        # retried after a timeout instead: libusb may have moved part of it.
+        printer = self._printer
+        printer.device.write(printer.out_ep, data, int(self.stall_timeout_s * 1000))
 
     def _drain(self) -> bytes:
         timeout_error = escpos_api().usb_core.USBTimeoutError
@@ -149,9 +157,7 @@ class UsbLink(PrinterLink):
 
     def _link_error(self, error: OSError) -> PrinterLinkError:
         if isinstance(error, escpos_api().usb_core.USBTimeoutError):
-            return PrinterTimeoutError(
-                f"{self.description}: no transfer within {self.connection.timeout_ms} ms"
-            )
+            return PrinterTimeoutError(f"{self.description}: the printer stopped taking data")
         return _usb_error(self.description, error)
 
     def _close_device(self) -> None:
