@@ -159,11 +159,14 @@ class AgentSettings(BaseModel):
         description="the render worker exits after this long without a badge (the next badge"
         " starts it again, ~0.2 s more on this one); 0: start it with the agent and keep it",
     )
-    print_confirmation: Literal["auto", "process_id", "status"] = Field(
+    print_confirmation: Literal["auto", "process_id", "status", "sent"] = Field(
         default="auto",
         description="how a badge is confirmed printed: `process_id` waits for the printer's"
         " GS ( H answer (sent once the badge is on paper), `status` trusts a healthy DLE EOT"
-        " right after the bytes (printers without GS ( H), `auto` learns which from the printer",
+        " right after the bytes (printers without GS ( H), `auto` learns which from the"
+        " printer, `sent` is for write-only printers (no DLE EOT, no GS ( H): they are asked"
+        " nothing, a badge is confirmed once the printer took all of it, health comes from"
+        " the link",
     )
     print_pipeline_depth: int = Field(
         default=2,

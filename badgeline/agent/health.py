@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 
 import badgeline
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
@@ -27,7 +28,7 @@ from badgeline.agent.retry import (
 )
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.agent_models import HeartbeatRequest, PrinterHealthReport
-from badgeline.protocol.states import PaperLevel
+from badgeline.protocol.states import Confirmation, PaperLevel
 
 NOT_PROBED_YET = PrinterHealthReport(reachable=False, detail="not probed yet")
 # The coordinator says how often to heartbeat (it counts a late beat as missed);
@@ -148,7 +149,9 @@ class Heartbeat:
         labels: list[str],
         interval_s: float,
         backoff: Backoff,
+        confirmation: Callable[[], Confirmation | None] = lambda: None,
     ) -> None:
+        self.confirmation = confirmation
         self.client = client
         self.journal = journal
         self.watch = watch
@@ -192,6 +195,7 @@ class Heartbeat:
             health=self.watch.latest,
             journal=counts,
             labels=self.labels,
+            confirmation=self.confirmation(),
         )
         try:
             answer = await self.client.heartbeat(beat)

@@ -53,6 +53,14 @@ class _StatusCollector:
         for level in PAPER_LEVELS:
             paper.add_metric([*me, level], 1.0 if printer["paper"] == level else 0.0)
         yield paper
+        confirmation = GaugeMetricFamily(
+            "badgeline_agent_confirmation",
+            "1 for how badges are confirmed printed (process_id, status, sent: write-only)",
+            labels=["printer", "by"],
+        )
+        if printer.get("confirmation"):
+            confirmation.add_metric([*me, printer["confirmation"]], 1.0)
+        yield confirmation
         yield gauge("badgeline_agent_coordinator_reachable",
                     "1 when the coordinator answered the agent's last request",
                     1.0 if coordinator["reachable"] else 0.0)  # fmt: skip

@@ -15,7 +15,9 @@ The order is the whole point (invariants 5 and 6):
    again on its own; the coordinator's `uncertain_policy` decides.
    With `print_confirmation = "status"` (printers without GS ( H), a healthy
    DLE EOT status right after the bytes confirms it instead: a weaker proof,
-   since a slow printer still holds the badge in its buffer then;
+   since a slow printer still holds the badge in its buffer then. With
+   `"sent"` (write-only printers, asked nothing), the printer's taking every
+   byte confirms it: the weakest, stated per printer (GET /v1/printers);
 5. journal the result, then hand it to the ack outbox.
 
 Steps 2-5 are one critical section: a stop waits for it to finish (within
@@ -58,11 +60,13 @@ from badgeline.agent.slots import JobSlots
 from badgeline.coordinator.events import log_event
 from badgeline.protocol.agent_models import AckRequest, StartResponse
 from badgeline.protocol.failures import FailureReason
-from badgeline.protocol.states import AckResult
+from badgeline.protocol.states import AckResult, Confirmation
 
 # While a pipelined printer has room for another badge and one is being granted, the
 # confirmation is polled at least this often, so that badge is written soon.
 PIPELINE_POLL_S = 0.05
+# How often a write-only printer's take of a badge is looked at (an ioctl, no I/O).
+SENT_POLL_S = 0.05
 # How long an idle printer that knows GS ( H may take to answer a bare request
 # (see `_learn_support`); one that does not know it costs this once per start.
 SUPPORT_CHECK_S = 2.0
@@ -312,9 +316,22 @@ class PrintLoop:
             granted.last_byte = self.link.bytes_sent()
             self.in_flight.append(granted)
             return
-        # By status: a healthy DLE EOT right after the bytes (a write-only link
-        # cannot hear a process ID response either).
+        if self.confirmation == "sent":
+            await self._finish_printed_or_doubted(granted, await self._doubt_until_taken())
+            return
+        # By status: a healthy DLE EOT right after the bytes (a link that cannot
+        # read cannot hear a process ID response either).
         await self._finish_printed_or_doubted(granted, await self._doubt_by_status())
+
+    async def _doubt_until_taken(self) -> str | None:
+        """A write-only printer: confirmed once it has taken every byte (on TCP, once it
+        acknowledged them), in doubt if it stops taking them."""
+        last_byte = self.link.bytes_sent()
+        while self.link.bytes_taken() < last_byte:
+            if not self.link.is_busy():
+                return "the printer stopped taking the badge's bytes before it had them all"
+            await asyncio.sleep(SENT_POLL_S)
+        return None
 
     async def _doubt_by_status(self) -> str | None:
         report = await self.link.probe()  # never raises: a report, not an error
@@ -418,6 +435,16 @@ class PrintLoop:
         if self.confirmation == "auto":
             return self.process_id_support is not False
         return self.confirmation == "process_id"
+
+    def confirmation_in_use(self) -> Confirmation | None:
+        """How badges are confirmed now (None: "auto", not learned from a badge yet)."""
+        if self.confirmation == "sent":
+            return Confirmation.SENT
+        if self.confirmation == "process_id" or self.process_id_support:
+            return Confirmation.PROCESS_ID
+        if self.confirmation == "status" or self.process_id_support is False:
+            return Confirmation.STATUS
+        return None
 
     async def _learn_support(self, completion: Completion) -> None:
         """With "auto": the first response proves GS ( H works; a printer that stays

@@ -137,6 +137,12 @@ class Agent:
         return self._status.port if self._status is not None else None
 
     @property
+    def confirmation(self) -> str | None:
+        """How badges are confirmed printed now (process_id, status, sent; None: not known)."""
+        in_use = self._print_loop.confirmation_in_use() if self._print_loop else None
+        return str(in_use) if in_use is not None else None
+
+    @property
     def uptime_s(self) -> float:
         return time.monotonic() - self._started_at
 
@@ -240,7 +246,8 @@ class Agent:
             ssl_context=settings.client_ssl(),
         )
         await self._client.open()
-        self._link = AsyncPrinterLink(link_for(settings.printer))
+        write_only = settings.print_confirmation == "sent"
+        self._link = AsyncPrinterLink(link_for(settings.printer, write_only=write_only))
         self._diagnostic = DiagnosticPrinter(
             link=self._link, watch=self.watch, printer_lock=self.printer_lock,
             printer_id=settings.printer_id, width_dots=settings.effective_width_dots,
@@ -292,6 +299,7 @@ class Agent:
         self.heartbeat = heartbeat = Heartbeat(
             client, journal, self.watch, agent_id=settings.agent_id, labels=settings.labels,
             interval_s=settings.heartbeat_interval_s, backoff=self._backoff(),
+            confirmation=self._print_loop.confirmation_in_use,
         )  # fmt: skip
         housekeeping = Housekeeping(
             journal, printer_id=settings.printer_id, retry_initial_s=settings.retry_initial_s,

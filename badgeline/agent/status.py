@@ -163,6 +163,7 @@ async def describe(agent: Agent) -> dict[str, Any]:
         "loops_not_running": agent.loops_not_running(),
         "printer": {
             "kind": settings.printer.kind,
+            "confirmation": agent.confirmation,
             "ready": can_print(watch.latest),
             "probed_at": _iso(watch.probed_at),
             **watch.latest.model_dump(mode="json"),

@@ -15,6 +15,7 @@ from badgeline.coordinator.http import json_response, read_model
 from badgeline.coordinator.rebalance import rebalance
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import PRINTER_ID_PATTERN, is_printer_id
+from badgeline.protocol.states import CONFIRMATION_GUARANTEES, Confirmation
 
 routes = web.RouteTableDef()
 
@@ -68,7 +69,21 @@ async def printer_summary(coordinator: Coordinator, printer_id: str, now_ms: int
         "version": raw.get("version"),
         "labels": json.loads(raw.get("labels", "[]")),
         "address": _advertised(coordinator, printer_id),
+        **_confirmation(raw.get("confirmation")),
     }
+
+
+def _confirmation(reported: str | None) -> dict[str, str | None]:
+    """How the printer's badges are confirmed, and what `printed` then promises."""
+    try:
+        confirmation = Confirmation(reported) if reported else None
+    except ValueError:  # an agent of a newer release: show what it said
+        return {"confirmation": reported, "confirmation_guarantee": None}
+    if confirmation is None:
+        return {"confirmation": None, "confirmation_guarantee": "not known yet: the agent"
+                " learns it from the printer's first badge"}  # fmt: skip
+    return {"confirmation": str(confirmation),
+            "confirmation_guarantee": CONFIRMATION_GUARANTEES[confirmation]}  # fmt: skip
 
 
 def _advertised(coordinator: Coordinator, printer_id: str) -> dict[str, object] | None:

@@ -99,6 +99,12 @@ class VenueCollector:
         )
         paused = GaugeMetricFamily("badgeline_printer_paused", "1 when dispatch is paused",
                                    labels=["printer"])  # fmt: skip
+        confirmation = GaugeMetricFamily(
+            "badgeline_printer_confirmation",
+            "1 for how the printer's badges are confirmed printed: process_id (the printer"
+            " said so), status (healthy after the bytes), sent (write-only: bytes taken)",
+            labels=["printer", "by"],
+        )
         for p in printers:
             name = p["printer_id"]
             depth.add_metric([name], p["queue_depth"])
@@ -109,7 +115,9 @@ class VenueCollector:
             low = (p["health"] or {}).get("paper") in ("low", "out")
             paper.add_metric([name], 1.0 if low else 0.0)
             paused.add_metric([name], 1.0 if p["paused"] else 0.0)
-        yield from (depth, age, state, paper, paused)
+            if p.get("confirmation"):
+                confirmation.add_metric([name, p["confirmation"]], 1.0)
+        yield from (depth, age, state, paper, paused, confirmation)
 
 
 def _jobs_by_state(census: Census) -> dict[str, int]:

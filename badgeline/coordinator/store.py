@@ -284,7 +284,7 @@ class JobStore:
                 printer_id, beat.agent_id, beat.version, beat.health.model_dump_json(),
                 json.dumps(beat.journal), json.dumps(beat.labels), probe_verdict(beat.health),
                 self.settings.fail_threshold, self.settings.recover_after_healthy,
-                str(beat.health.paper), ALERT_EVENTS_KEPT,
+                str(beat.health.paper), ALERT_EVENTS_KEPT, str(beat.confirmation or ""),
             ],
         )  # fmt: skip
         return HeartbeatOutcome(

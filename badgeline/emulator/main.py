@@ -61,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"receive buffer: bytes received but not yet printed (default {DEFAULT_BUFFER_BYTES})",
     )
     parser.add_argument(
+        "--write-only", action="store_true",
+        help="answer nothing (no DLE EOT, no GS ( H), as many cheap network printers",
+    )  # fmt: skip
+    parser.add_argument(
         "--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
         help="logging level (default INFO)",
     )  # fmt: skip
@@ -83,6 +87,7 @@ async def _serve(args: argparse.Namespace) -> None:
     emulator = PrinterEmulator(
         args.host, args.port, args.control_port, args.out,
         fault=args.fault, ms_per_badge=args.ms_per_badge, buffer_bytes=args.buffer_bytes,
+        write_only=args.write_only,
     )  # fmt: skip
     stop_requested = asyncio.Event()
     loop = asyncio.get_running_loop()

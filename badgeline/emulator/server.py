@@ -79,6 +79,7 @@ class PrinterEmulator:
         fault: Fault = Fault.NONE,
         ms_per_badge: int = 0,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
+        write_only: bool = False,
     ) -> None:
         self.host = host
         self.out_dir = Path(out_dir).resolve()
@@ -96,6 +97,9 @@ class PrinterEmulator:
         # request that arrived during a blink offline is lost (the agent must not
         # doubt the badges behind it whose own answers come).
         self.lose_process_ids = 0
+        # A write-only printer (many cheap network printers and print servers): it
+        # prints, and answers nothing, neither DLE EOT nor GS ( H.
+        self.write_only = write_only
 
     # ------------------------------------------------------------ lifecycle
 
@@ -216,6 +220,7 @@ class PrinterEmulator:
         return {
             "fault": str(self.condition.fault),
             "ms_per_badge": self.condition.ms_per_badge,
+            "write_only": self.write_only,
             "printed": len(self._head.printed),
             "queued": self._head.queued,
             "printing": self._head.printing,
@@ -295,7 +300,8 @@ class PrinterEmulator:
         for event in connection.decoder.feed(chunk):
             if isinstance(event, StatusRequest):
                 self._head.counters.status_queries += 1
-                replies += self.condition.status_reply(event.query) or b""
+                if not self.write_only:
+                    replies += self.condition.status_reply(event.query) or b""
             elif isinstance(event, PageCut):
                 self._handle_cut(connection, event.page, can_print)
             elif isinstance(event, ProcessIdRequest):
@@ -331,7 +337,9 @@ class PrinterEmulator:
     def _handle_process_id(
         self, connection: _Connection, process_id: bytes, can_print: bool
     ) -> None:
-        if can_print and self.lose_process_ids > 0:
+        if self.write_only:
+            self._head.counters.process_ids_dropped += 1
+        elif can_print and self.lose_process_ids > 0:
             self.lose_process_ids -= 1
             self._head.counters.process_ids_dropped += 1
         elif can_print:

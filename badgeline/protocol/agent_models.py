@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.protocol.failures import FailureReason
-from badgeline.protocol.states import AckResult, JobState, PaperLevel, PrinterState
+from badgeline.protocol.states import AckResult, Confirmation, JobState, PaperLevel, PrinterState
 
 MAX_ERROR_TEXT = 500
 
@@ -42,6 +42,10 @@ class HeartbeatRequest(StrictModel):
     health: PrinterHealthReport
     journal: dict[str, int] = Field(default_factory=dict, max_length=32)
     labels: list[str] = Field(default_factory=list, max_length=16)
+    confirmation: Confirmation | None = Field(
+        default=None,
+        description="how this printer's badges are confirmed printed; none: not known yet",
+    )
 
 
 class HeartbeatResponse(ResponseModel):

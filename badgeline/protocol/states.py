@@ -45,3 +45,23 @@ class StartRefusal(StrEnum):
     LEASE_REVOKED = "lease_revoked"
     ALREADY_PRINTED = "already_printed"
     CANCELED = "canceled"
+
+
+class Confirmation(StrEnum):
+    """How a printer's agent knows a badge printed: the guarantee behind `printed`."""
+
+    # The printer's own word that the badge is out (ESC/POS GS ( H process ID).
+    PROCESS_ID = "process_id"
+    # A healthy status right after the badge: it may still have been in the buffer.
+    STATUS = "status"
+    # A write-only printer took the bytes; it cannot say whether the badge came out.
+    SENT = "sent"
+
+
+CONFIRMATION_GUARANTEES = {
+    Confirmation.PROCESS_ID: "printed: the printer said the badge was out",
+    Confirmation.STATUS: "sent, then the printer was healthy: the badge may still have"
+    " been in its buffer",
+    Confirmation.SENT: "sent: a write-only printer took the bytes and cannot say whether"
+    " the badge came out",
+}

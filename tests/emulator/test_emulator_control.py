@@ -19,6 +19,7 @@ async def test_given_a_fresh_printer_then_status_reports_its_condition(
     assert body == {
         "fault": "none",
         "ms_per_badge": 0,
+        "write_only": False,
         "printed": 0,
         "queued": 0,
         "printing": False,

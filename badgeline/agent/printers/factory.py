@@ -17,13 +17,23 @@ from badgeline.agent.printers.network_link import NetworkLink
 from badgeline.agent.printers.usb_link import UsbLink
 
 
-def link_for(connection: PrinterConnection, *, usb_backend: Any = None) -> PrinterLink:
-    """Build the (not yet opened) link for a connection; ``usb_backend`` is for tests."""
+def link_for(
+    connection: PrinterConnection, *, write_only: bool = False, usb_backend: Any = None
+) -> PrinterLink:
+    """Build the (not yet opened) link for a connection; ``usb_backend`` is for tests.
+
+    ``write_only``: the printer is never asked anything (no status queries, no
+    process ID requests); its health comes from the link.
+    """
+    link: PrinterLink
     match connection:
         case NetworkConnection() | EmulatorConnection():
-            return NetworkLink(connection)
+            link = NetworkLink(connection)
         case UsbConnection():
-            return UsbLink(connection, backend=usb_backend)
+            link = UsbLink(connection, backend=usb_backend)
         case DeviceConnection():
-            return DeviceLink(connection)
-    raise TypeError(f"unknown printer connection {connection!r}")
+            link = DeviceLink(connection)
+        case _:
+            raise TypeError(f"unknown printer connection {connection!r}")
+    link.write_only = write_only
+    return link

@@ -104,6 +104,9 @@ class PrinterLink(ABC):
         self._last_progress = time.monotonic()
         self._writing = False
         self._sent = 0  # bytes written on the current connection
+        # A write-only printer (many cheap network printers and print servers): never
+        # asked anything, its health comes from the link itself.
+        self.write_only = False
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.description} open={self._is_open}>"
@@ -125,6 +128,16 @@ class PrinterLink(ABC):
     @property
     def can_read_status(self) -> bool:
         """Whether status bytes can come back on this link; known once it is open."""
+        return True
+
+    @property
+    def asks_status(self) -> bool:
+        """Whether status queries go to this printer (not to a write-only one)."""
+        return not self.write_only and self.can_read_status
+
+    def still_connected(self) -> bool:
+        """Whether the open connection still stands (a write-only printer's health);
+        links that cannot tell say yes."""
         return True
 
     # ------------------------------------------------------------ progress
@@ -202,7 +215,7 @@ class PrinterLink(ABC):
             raise PrinterTimeoutError(f"{self.description}: a stalled write holds the link")
         try:
             self.open()
-            if not self.can_read_status:
+            if not self.asks_status:
                 raise StatusUnavailableError(f"{self.description} cannot report status")
             reply = self._guarded(lambda: self._query(query))
             if reply is None and self.is_busy():
@@ -222,7 +235,7 @@ class PrinterLink(ABC):
         """
         with self._lock:
             self.open()
-            if not self.can_read_status:
+            if not self.asks_status:
                 raise StatusUnavailableError(f"{self.description} cannot read replies")
             io = LinkIo(
                 write=self._write,

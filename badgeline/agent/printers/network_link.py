@@ -102,6 +102,23 @@ class NetworkLink(PrinterLink):
         self._taken = self._unacknowledged = 0
         self._sock = sock
 
+    def still_connected(self) -> bool:
+        """False once the printer closed its end or the connection failed (no bytes read:
+        a write-only printer sends none, so anything readable is its hang-up)."""
+        sock = self._sock
+        if sock is None:
+            return False
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        if not poller.poll(0):
+            return True
+        try:
+            return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+
     def _socket(self) -> socket.socket:
         if self._sock is None:
             raise PrinterLinkError(f"{self.description} is not connected")

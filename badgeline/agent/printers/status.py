@@ -42,6 +42,9 @@ How that becomes a ``PrinterHealthReport``:
 A link that cannot read status at all (a write-only device node) is reported
 reachable, since the node opened, with ``detail`` saying the status is unknown.
 
+A write-only printer (the agent's ``print_confirmation = "sent"``) is asked
+nothing: it is reachable while its link stands, or opens again.
+
 A printer busy with the agent's own bytes cannot answer yet (its queries wait
 behind them: link.py): it is reported reachable, as it last answered
 (`last`), with ``detail`` saying it is busy printing.
@@ -72,6 +75,7 @@ STATUS_FIXED_MASK = 0x93  # bits 0, 1, 4, 7
 STATUS_FIXED_BITS = 0x12  # bits 1 and 4 set, bits 0 and 7 clear
 MAX_DETAIL = 200  # PrinterHealthReport.detail's limit
 BUSY_DETAIL = "busy printing"
+WRITE_ONLY_DETAIL = "write-only printer: its link is up (it reports no status)"
 
 
 class StatusQuery(IntEnum):
@@ -206,6 +210,8 @@ def probe_health(
     try:
         if link.is_busy():
             return busy_report(link, last)
+        if link.write_only:
+            return _link_health(link)
         link.open()
         if not link.can_read_status:
             return _status_unknown(f"{link.description} cannot report status")
@@ -223,6 +229,14 @@ def probe_health(
         return PrinterHealthReport(
             reachable=False, detail=_clip(f"status probe failed: {type(error).__name__}: {error}")
         )
+
+
+def _link_health(link: PrinterLink) -> PrinterHealthReport:
+    """A write-only printer is asked nothing: reachable while its link stands or reopens."""
+    if link.is_open and not link.still_connected():
+        link.close()
+    link.open()  # raises PrinterLinkError when it is gone: unreachable
+    return PrinterHealthReport(reachable=True, detail=WRITE_ONLY_DETAIL)
 
 
 def busy_report(link: PrinterLink, last: PrinterHealthReport | None) -> PrinterHealthReport:

@@ -112,6 +112,7 @@ function printerCard(id) {
     paper: h("dd", { class: "paper" }),
     problems: h("dd", { class: "problems" }),
     agent: h("dd", { class: "agent" }),
+    confirmation: h("dd", { class: "confirmation" }),
     ttl: h("input", { class: "ttl", type: "number", min: "1", step: "1", placeholder: "TTL s",
                       "aria-label": `pause ${id} for seconds` }),
   };
@@ -123,6 +124,7 @@ function printerCard(id) {
       h("dt", {}, "Heartbeat"), parts.heartbeat,
       h("dt", {}, "Paper"), parts.paper,
       h("dt", {}, "Problems"), parts.problems,
+      h("dt", {}, "Printed means"), parts.confirmation,
       h("dt", {}, "Agent"), parts.agent),
     h("div", { class: "actions" },
       parts.ttl,
@@ -154,15 +156,27 @@ async function drainPrinter(id) {
   }
 }
 
+// Details an agent reports that are news, not trouble: a printer busy with a badge,
+// a write-only printer whose link is up.
+const INFORMATIONAL_DETAILS = ["busy printing", "write-only printer"];
+
 function healthProblems(health) {
   if (!health) return ["no report"];
   const problems = [];
   if (!health.reachable) problems.push("unreachable");
   if (health.jammed) problems.push("jammed");
   if (health.cover_open) problems.push("cover open");
-  if (health.detail) problems.push(health.detail);
+  const news = INFORMATIONAL_DETAILS.some((prefix) => (health.detail || "").startsWith(prefix));
+  if (health.detail && !news) problems.push(health.detail);
   return problems;
 }
+
+// How much `printed` promises on this printer: the printer's word, or less.
+const CONFIRMATION_LABELS = {
+  process_id: "out, by the printer's word",
+  status: "sent, printer healthy after",
+  sent: "sent only (write-only printer)",
+};
 
 function updatePrinter(card, p, scale, highWater) {
   const { root, parts } = card;
@@ -186,6 +200,10 @@ function updatePrinter(card, p, scale, highWater) {
   parts.problems.classList.toggle("bad", problems.length > 0);
   parts.agent.textContent = [p.agent_id, p.version, (p.labels || []).join(" ")]
     .filter(Boolean).join(" · ") || "—";
+  parts.confirmation.textContent = CONFIRMATION_LABELS[p.confirmation] || "not known yet";
+  parts.confirmation.title = p.confirmation_guarantee || "";
+  parts.confirmation.classList.toggle("weak", p.confirmation === "sent"
+    || p.confirmation === "status");
 }
 
 function renderPrinters(printers, highWater) {
