@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import socket
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +82,11 @@ def watchdog_interval() -> float | None:
     return microseconds / 2 / 1_000_000
 
 
-async def watchdog_loop(interval_s: float | None = None) -> None:
-    """Ping the watchdog forever from this event loop; returns at once if none is set.
+async def watchdog_loop(
+    interval_s: float | None = None, healthy: Callable[[], bool] = lambda: True
+) -> None:
+    """Ping the watchdog forever from this event loop while `healthy()`; returns at once
+    if none is set. A service that is not healthy goes unfed: systemd restarts it.
 
     Run it as a task next to the service and cancel it on shutdown.
     """
@@ -90,5 +94,6 @@ async def watchdog_loop(interval_s: float | None = None) -> None:
     if interval is None:
         return
     while True:
-        notify_watchdog()
+        if healthy():
+            notify_watchdog()
         await asyncio.sleep(interval)

@@ -38,6 +38,8 @@ from badgeline.protocol.agent_models import (
     HeartbeatRequest,
     HeartbeatResponse,
     LeasedJob,
+    RenewRequest,
+    RenewResponse,
     StartRequest,
     StartResponse,
 )
@@ -193,6 +195,14 @@ class CoordinatorClient:
                 raise
             return StartResponse(granted=False, reason=rejected.reason or rejected.code)
         return _lenient(StartResponse, data)
+
+    async def renew(
+        self, job_id: str, lease_id: str, *, correlation_id: str | None = None
+    ) -> RenewResponse:
+        """Keep a lease the agent still needs (its badge waits for the printer)."""
+        path = self._agent_path("jobs", job_id, "renew")
+        data = await self._post(path, RenewRequest(lease_id=lease_id), correlation_id)
+        return _lenient(RenewResponse, data)
 
     async def ack(
         self, job_id: str, ack: AckRequest, *, correlation_id: str | None = None

@@ -61,6 +61,7 @@ class PrinterWatch:
         self.printer_id = printer_id
         self.latest = NOT_PROBED_YET
         self.probed_at: float | None = None  # wall-clock time of `latest`
+        self.started_monotonic = time.monotonic()
         self._ready = asyncio.Event()
         self._probed = asyncio.Event()
         self._probe_requested = asyncio.Event()
@@ -161,6 +162,7 @@ class Heartbeat:
         self.backoff = backoff
         self.outage = OutageLog("heartbeat", printer_id=client.printer_id)
         self.last_answer_state: str | None = None
+        self.last_attempt_at = time.monotonic()
         # After an outage the coordinator counts this printer's missed beats again
         # from the moment it is back: a beat that sleeps out its back-off while the
         # lease or ack calls already get through can get the printer declared dead.
@@ -182,6 +184,7 @@ class Heartbeat:
 
     async def beat_once(self) -> bool:
         """One heartbeat; True when the coordinator answered it."""
+        self.last_attempt_at = time.monotonic()
         try:
             counts = await self.journal.counts()
         except JournalError as error:

@@ -26,6 +26,7 @@ from typing import Any
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.health import PrinterWatch
 from badgeline.agent.journal import Journal, JournalEntry, JournalError, LocalJobState
+from badgeline.agent.lease_keeper import LeaseKeeper
 from badgeline.agent.outbox import AckOutbox
 from badgeline.agent.prepare import BadgePreparer, BadgeUnprintable, JobTicket, PreparedBadge
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
@@ -58,7 +59,9 @@ class LeaseLoop:
         lease_wait_s: float,
         backoff: Backoff,
         recovered: list[JournalEntry],
+        keeper: LeaseKeeper | None = None,
     ) -> None:
+        self.keeper = keeper
         self.client = client
         self.journal = journal
         self.preparer = preparer
@@ -94,6 +97,8 @@ class LeaseLoop:
             self.slots.take()
             ticket = JobTicket.from_entry(self.client.printer_id, entry)
             log_event("lease_resumed", **ticket.trace())
+            if self.keeper is not None:
+                self.keeper.hold(ticket)
             await self._as_the_jobs_problem(ticket, self._prepare_and_queue(ticket, stopping))
 
     async def _as_the_jobs_problem(
@@ -153,6 +158,8 @@ class LeaseLoop:
             await self.slots.give_back()
             return
         log_event("lease_journaled", **ticket.trace())
+        if self.keeper is not None:
+            self.keeper.hold(ticket)  # until its start is asked for (printing.py)
         await self._queue_when_prepared(ticket, preparing, stopping)
 
     async def _after_own_results_confirmed(self, ticket: JobTicket) -> None:
@@ -188,6 +195,8 @@ class LeaseLoop:
         self, ticket: JobTicket, reason: FailureReason, message: str
     ) -> None:
         """A badge that cannot print needs no grant; the coordinator hears why through an ack."""
+        if self.keeper is not None:
+            self.keeper.release(ticket.lease_id)
         log_event("badge_unprintable", logging.WARNING, reason=str(reason), error=message,
                   **ticket.trace())  # fmt: skip
         try:

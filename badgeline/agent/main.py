@@ -145,7 +145,11 @@ async def _run(agent: Agent) -> int:
                   printer_id=agent.settings.printer_id)  # fmt: skip
         print(f"badgeline agent: cannot start: {error}", file=sys.stderr)
         return 1
-    watchdog = asyncio.create_task(systemd_notify.watchdog_loop(), name="systemd-watchdog")
+    # Fed only while no loop is stuck: a wedged agent is restarted, not left to look alive.
+    watchdog = asyncio.create_task(
+        systemd_notify.watchdog_loop(healthy=lambda: not agent.stuck_loops()),
+        name="systemd-watchdog",
+    )
     systemd_notify.notify_ready(status=_status_line(agent.settings, agent.status_port))
     try:
         await agent.wait_stop_requested()

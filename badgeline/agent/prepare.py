@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +107,9 @@ class BadgePreparer:
         self.worker_idle_s = worker_idle_s
         self._worker = BadgeRenderWorker(limits) if in_sandbox else None
         self._preparing = 0
+        # When each badge being prepared began (time.monotonic), and its budget: a
+        # preparation past its budget is stuck (see `overdue_s`).
+        self._started: dict[str, tuple[float, float]] = {}
         self._idle_timer: asyncio.TimerHandle | None = None
         self._idle_exit: asyncio.Task[None] | None = None
 
@@ -140,6 +144,7 @@ class BadgePreparer:
             self._idle_timer.cancel()
             self._idle_timer = None
         budget_s = self.budget_for(ticket)
+        self._started[ticket.lease_id] = (time.monotonic(), budget_s)
         try:
             async with asyncio.timeout(budget_s) as budget:
                 if self._worker is not None and self._worker.pid is None:
@@ -158,10 +163,20 @@ class BadgePreparer:
         except Exception:
             raise _internal(ticket) from None
         finally:
+            self._started.pop(ticket.lease_id, None)
             self._preparing -= 1
             if self._preparing == 0 and self._worker is not None and self.worker_idle_s:
                 loop = asyncio.get_running_loop()
                 self._idle_timer = loop.call_later(self.worker_idle_s, self._stop_idle_worker)
+
+    def overdue_s(self) -> float:
+        """How far the longest-running preparation is past its budget (0: none is).
+
+        The budget's timeout ends every preparation in time; one still running
+        past it is stuck (a thread that cannot be interrupted): /healthz says so.
+        """
+        now = time.monotonic()
+        return max((now - began - budget for began, budget in self._started.values()), default=0.0)
 
     def budget_for(self, ticket: JobTicket) -> float:
         """The preparation's time budget: the setting, and at most half of the job's lease,

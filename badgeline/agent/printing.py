@@ -46,6 +46,7 @@ from typing import Any
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.health import PrinterWatch, can_print
 from badgeline.agent.journal import Journal, JournalError, JournalWriteError
+from badgeline.agent.lease_keeper import LeaseKeeper
 from badgeline.agent.outbox import AckOutbox, clip_error
 from badgeline.agent.prepare import JobTicket, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, MarkNotSentError, PrinterLinkError
@@ -119,7 +120,9 @@ class PrintLoop:
         confirmation: str = "auto",
         confirm_timeout_s: float = 30.0,
         depth: int = 1,
+        keeper: LeaseKeeper | None = None,
     ) -> None:
+        self.keeper = keeper
         self.client = client
         self.journal = journal
         self.link = link
@@ -187,6 +190,8 @@ class PrintLoop:
         decision = await self._ask_for_start(ticket, stopping)
         if decision is None:
             return None
+        if self.keeper is not None:
+            self.keeper.release(ticket.lease_id)  # granted: printing, no lease to keep
         if not decision.granted:
             reason = decision.reason or "refused"
             try:

@@ -47,7 +47,9 @@ from badgeline.agent.fetch import BadgeFetcher
 from badgeline.agent.health import Heartbeat, PrinterWatch, probe_forever
 from badgeline.agent.housekeeping import Housekeeping, recover_at_start
 from badgeline.agent.journal import Journal, JournalSettings, RecoveryPlan
+from badgeline.agent.lease_keeper import LeaseKeeper
 from badgeline.agent.leasing import LeaseLoop
+from badgeline.agent.liveness import find_stuck_loops
 from badgeline.agent.outbox import AckOutbox
 from badgeline.agent.prepare import BadgePreparer, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, link_for
@@ -146,11 +148,19 @@ class Agent:
     def uptime_s(self) -> float:
         return time.monotonic() - self._started_at
 
+    def stuck_loops(self) -> dict[str, str]:
+        """Loops that run but are stuck in a step that should have ended (liveness.py)."""
+        if not self._started or self.stopping:
+            return {}
+        return find_stuck_loops(self.settings, self.watch, self._link, self.heartbeat,
+                                self._preparer)  # fmt: skip
+
     def loops_not_running(self) -> list[str]:
         """Names of the loops that are not running (all of them before start and once stopping)."""
         tasks = self._work_tasks + self._background_tasks
         if not tasks or self.stopping:
-            return ["print", "lease", "probe", "heartbeat", "ack-outbox", "housekeeping"]
+            return ["print", "lease", "probe", "heartbeat", "ack-outbox", "housekeeping",
+                    "lease-keeper"]
         return [task.get_name().removeprefix("agent-") for task in tasks if task.done()]
 
     @property
@@ -163,7 +173,7 @@ class Agent:
         if self._started:
             raise RuntimeError("an Agent starts once; make a new one")
         self._started = True
-        self._started_at = time.monotonic()
+        self._started_at = self.watch.started_monotonic = time.monotonic()
         self.last_problem.attach()
         try:
             await self._open_resources()
@@ -280,6 +290,7 @@ class Agent:
         assert client is not None and journal is not None and link is not None
         assert self._preparer is not None
         self._outbox = AckOutbox(client, journal, self._backoff())
+        keeper = LeaseKeeper(client)
         # Pipelined badges hold a job each besides the prefetched ones.
         slots = JobSlots(settings.prefetch + settings.print_pipeline_depth - 1)
         queue: asyncio.Queue[PreparedBadge] = asyncio.Queue(maxsize=settings.prefetch)
@@ -288,13 +299,14 @@ class Agent:
             slots=slots, queue=queue, backoff=self._backoff(), printer_lock=self.printer_lock,
             confirmation=settings.print_confirmation,
             confirm_timeout_s=settings.print_confirm_timeout_s,
-            depth=settings.print_pipeline_depth,
+            depth=settings.print_pipeline_depth, keeper=keeper,
         )  # fmt: skip
         lease_loop = LeaseLoop(
             client=client, journal=journal, preparer=self._preparer, watch=self.watch,
             outbox=self._outbox, slots=slots, queue=queue, lease_wait_s=settings.lease_wait_s,
             backoff=self._backoff(),
             recovered=self.recovery.grants_to_retry if self.recovery is not None else [],
+            keeper=keeper,
         )  # fmt: skip
         self.heartbeat = heartbeat = Heartbeat(
             client, journal, self.watch, agent_id=settings.agent_id, labels=settings.labels,
@@ -315,6 +327,7 @@ class Agent:
             self._spawn("heartbeat", heartbeat.run(background, first_probe_wait_s)),
             self._spawn("ack-outbox", self._outbox.run(background)),
             self._spawn("housekeeping", housekeeping.run(background)),
+            self._spawn("lease-keeper", keeper.run(background)),
         ]  # fmt: skip
         self._work_tasks = [
             self._spawn("print", self._print_loop.run(self._stopping_work)),

@@ -1,6 +1,7 @@
 """The agent's local status endpoint (default 127.0.0.1:8421), for the tech beside the Pi.
 
-    GET  /healthz      200 while every loop runs, 503 otherwise (and while stopping)
+    GET  /healthz      200 while every loop runs and none is stuck, 503 otherwise
+                       (and while stopping)
     GET  /status       printer health, journal counts, coordinator, last error, uptime
     GET  /metrics      the same numbers for Prometheus (badgeline.agent.metrics)
     POST /test-print   a local test badge, straight to the printer; loopback callers only
@@ -112,9 +113,9 @@ class StatusServer:
 
 
 async def _healthz(agent: Agent, request: Request) -> Reply:
-    down = agent.loops_not_running()
-    if down:
-        return json_reply({"ok": False, "loops_not_running": down}, status=503)
+    down, stuck = agent.loops_not_running(), agent.stuck_loops()
+    if down or stuck:
+        return json_reply({"ok": False, "loops_not_running": down, "stuck": stuck}, status=503)
     return json_reply({"ok": True})
 
 
@@ -161,6 +162,7 @@ async def describe(agent: Agent) -> dict[str, Any]:
         "uptime_s": round(agent.uptime_s, 3),
         "stopping": agent.stopping,
         "loops_not_running": agent.loops_not_running(),
+        "stuck": agent.stuck_loops(),
         "printer": {
             "kind": settings.printer.kind,
             "confirmation": agent.confirmation,

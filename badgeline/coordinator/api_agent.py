@@ -28,6 +28,8 @@ from badgeline.protocol.models import (
     HeartbeatResponse,
     LeasedJob,
     LeaseResponse,
+    RenewRequest,
+    RenewResponse,
     StartRequest,
     StartResponse,
 )
@@ -139,6 +141,20 @@ async def start(request: web.Request) -> web.Response:
     if not outcome.repeated:
         log_event("start_granted", fence=outcome.fence, **trace)
     return json_response(StartResponse(granted=True, fence=outcome.fence))
+
+
+@routes.post("/v1/agents/{printer_id}/jobs/{job_id}/renew")
+async def renew(request: web.Request) -> web.Response:
+    """A badge waiting behind a slow printer keeps its lease (and its place)."""
+    coordinator, printer_id, _ = _agent(request)
+    job_id = job_id_param(request)
+    body = await read_model(request, RenewRequest)
+    state = await coordinator.store.renew_lease(printer_id, job_id, body.lease_id)
+    ttl = coordinator.settings.lease_ttl_s
+    if state is not None:
+        log_event("lease_not_renewed", logging.WARNING, job_id=job_id, printer_id=printer_id,
+                  lease_id=body.lease_id, state=str(state))  # fmt: skip
+    return json_response(RenewResponse(renewed=state is None, lease_ttl_s=ttl, state=state))
 
 
 @routes.post("/v1/agents/{printer_id}/jobs/{job_id}/ack")

@@ -74,6 +74,9 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: m.LeaseResponse}, query_model=api_agent.LeaseQuery),
     Operation("post", "/v1/agents/{printer_id}/jobs/{job_id}/start", "Ask for the start grant",
               AGENT, m.StartRequest, {200: m.StartResponse, 409: m.ErrorBody}),
+    Operation("post", "/v1/agents/{printer_id}/jobs/{job_id}/renew",
+              "Keep a lease a badge waiting behind a slow printer still needs", AGENT,
+              m.RenewRequest, {200: m.RenewResponse}),
     Operation("post", "/v1/agents/{printer_id}/jobs/{job_id}/ack", "Report a print result",
               AGENT, m.AckRequest, {200: m.AckResponse}),
     # ---- operator: dead letters, queues, printers

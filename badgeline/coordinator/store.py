@@ -245,6 +245,17 @@ class JobStore:
             return StartOutcome(granted=False, trace=trace, reason=_text(reply[1]))
         return StartOutcome(granted=True, trace=trace, fence=int(reply[1]), repeated=code == 2)
 
+    async def renew_lease(self, printer_id: str, job_id: str, lease_id: str) -> JobState | None:
+        """Extend a lease its agent still holds by the lease time; None when renewed, else
+        the job's state (the lease is gone: the agent must not start it)."""
+        ttl_ms = int(self.settings.lease_ttl_s * 1000)
+        reply = await self._run(
+            "renew", [self.keys.job(job_id), self.keys.leases], [printer_id, lease_id, ttl_ms]
+        )
+        if int(reply[0]) == -2:
+            raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
+        return None if int(reply[0]) == 1 else JobState(_text(reply[1]))
+
     async def ack(self, printer_id: str, job_id: str, ack: AckRequest, actor: str) -> AckOutcome:
         k = self.keys
         reply = await self._run(

@@ -65,6 +65,16 @@ class LeaseResponse(ResponseModel):
     jobs: list[LeasedJob]
 
 
+class RenewRequest(StrictModel):
+    lease_id: str = Field(min_length=1, max_length=80)
+
+
+class RenewResponse(ResponseModel):
+    renewed: bool = Field(description="false: the lease is gone; do not ask for the start")
+    lease_ttl_s: float = Field(description="how long the lease runs from now, when renewed")
+    state: JobState | None = Field(default=None, description="the job's state, when not renewed")
+
+
 class StartRequest(StrictModel):
     lease_id: str = Field(min_length=1, max_length=80)
 

@@ -23,6 +23,8 @@ from badgeline.protocol.agent_models import (
     LeasedJob,
     LeaseResponse,
     PrinterHealthReport,
+    RenewRequest,
+    RenewResponse,
     ResponseModel,
     StartRequest,
     StartResponse,
@@ -42,8 +44,14 @@ PDF_REF_SCHEMES = ("https", "http", "file", "artifact")
 # C0 controls and DEL: in no usable badge reference.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ARTIFACT_NAME = re.compile(r"^[0-9a-f]{64}\.pdf$")
+_URL_CHARS = r"[^\x00-\x1f\x7f?#]*"  # no control characters, up to a query or fragment
+_TAIL = r"\.[pP][dD][fF](?:[?#][^\x00-\x1f\x7f]*)?"
 PDF_REF_PATTERN = (
-    r"^((https?|file)://[^?#]*\.[pP][dD][fF]([?#].*)?|artifact:///?[0-9a-f]{64}\.pdf)$"
+    r"^(?!.*%(?:[01][0-9A-Fa-f]|7[Ff]))"  # no %-encoded control characters either
+    rf"(?:https?://{_URL_CHARS}{_TAIL}"
+    # file: local, absolute, no '..' segment (nor a %-encoded one)
+    rf"|file://(?:localhost)?/(?![^?#]*/(?:\.|%2[eE]){{2}}(?:/|[?#]|$)){_URL_CHARS}{_TAIL}"
+    r"|artifact:///?[0-9a-f]{64}\.pdf)$"
 )
 
 PrinterId = Annotated[str, Field(pattern=PRINTER_ID_PATTERN)]
@@ -250,6 +258,8 @@ __all__ = [
     "RedriveOutcome",
     "RedriveRequest",
     "RedriveResponse",
+    "RenewRequest",
+    "RenewResponse",
     "ResponseModel",
     "StartRequest",
     "StartResponse",

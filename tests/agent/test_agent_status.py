@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,40 @@ async def _state_is(kiosk: Kiosk, job_id: str, state: str) -> bool:
 
 async def _paper_is(agent: Any, level: str) -> bool:
     return bool(agent.watch.latest.paper == level)
+
+
+async def test_healthz_tells_a_wedged_loop_from_a_running_one(
+    coordinator: LiveCoordinator, start_emulator: Any, run_agent: Any, tmp_path: Path
+) -> None:
+    # GIVEN a running agent, healthy (short printer timeouts: its probe's backstop is 3.6 s)
+    emulator: PrinterEmulator = await start_emulator()
+    printer = {"kind": "emulator", "host": "127.0.0.1", "port": emulator.port, "timeout_s": 0.2}
+    agent = await run_agent(agent_settings("printer-a", coordinator, emulator, tmp_path / "a",
+                                           printer=printer))  # fmt: skip
+    await wait_for(lambda: _ready(agent))
+    url = f"http://127.0.0.1:{agent.status_port}/healthz"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        assert response.status == 200
+    # WHEN every worker thread hangs (reads that never return): its probe tasks run on,
+    # each ending at its backstop, but no probe ever comes back
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+    hung = [loop.run_in_executor(None, release.wait) for _ in range(64)]
+    try:
+        # THEN /healthz answers 503 and names the stuck loop, though every task runs
+        async def unhealthy() -> Any:
+            async with aiohttp.ClientSession() as session, session.get(url) as response:
+                return await response.json() if response.status == 503 else None
+
+        body = await wait_for(unhealthy, timeout_s=30)
+        assert body["loops_not_running"] == [] and "probe" in body["stuck"], body
+        assert not agent.loops_not_running()
+    finally:
+        release.set()
+        await asyncio.gather(*hung)
+    # AND once its threads come back, it is healthy again
+    async def healthy() -> bool:
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            return response.status == 200
+
+    await wait_for(healthy, timeout_s=15)

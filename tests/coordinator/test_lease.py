@@ -332,3 +332,42 @@ async def test_only_a_queue_that_was_empty_publishes_a_wake_up(
         assert heard == ["printer-a", "printer-b"]
     finally:
         await pubsub.aclose()
+
+
+async def test_a_renewed_lease_outlives_its_first_expiry_and_a_lost_one_is_not_renewed(
+    make_client: MakeClient,
+) -> None:
+    client = await make_client(lease_ttl_s=2.0, lease_scan_interval_s=0.05)
+    # GIVEN a leased job whose badge waits behind a slow printer
+    job_id = (await flows.submit(client))["job_id"]
+    leased = await flows.lease_one(client)
+    renew_path = f"/v1/agents/printer-a/jobs/{job_id}/renew"
+    body = {"lease_id": leased["lease_id"]}
+    # WHEN its agent renews it every quarter lease, for twice its time
+    for _ in range(8):
+        answer = await flows.expect(
+            await client.post(renew_path, json=body, headers=flows.agent()), 200
+        )
+        assert answer == {"renewed": True, "lease_ttl_s": 2.0, "state": None}
+        await asyncio.sleep(0.5)  # the agent's own pacing, not a wait for the server
+    # THEN it is still leased to it, and its start is granted
+    assert (await flows.get_job(client, job_id))["state"] == "leased"
+    await flows.start(client, job_id, leased["lease_id"])
+    # AND a renewal once the job left `leased` renews nothing, and says why
+    answer = await flows.expect(await client.post(renew_path, json=body, headers=flows.agent()),
+                                200)  # fmt: skip
+    assert answer == {"renewed": False, "lease_ttl_s": 2.0, "state": "printing"}
+
+
+async def test_only_the_lease_holder_can_renew_it(client: Client) -> None:
+    job_id = (await flows.submit(client))["job_id"]
+    leased = await flows.lease_one(client)
+    # Another printer's agent, with a lease id it does not hold
+    response = await client.post(
+        f"/v1/agents/printer-b/jobs/{job_id}/renew", json={"lease_id": leased["lease_id"]},
+        headers=flows.agent("printer-b"),
+    )  # fmt: skip
+    assert (await flows.expect(response, 200))["renewed"] is False
+    bogus = await client.post(f"/v1/agents/printer-a/jobs/{job_id}/renew",
+                              json={"lease_id": "lease_forged-1"}, headers=flows.agent())
+    assert (await flows.expect(bogus, 200))["renewed"] is False

@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.ratelimit import KIOSK_ROUTES
+from badgeline.samples import sample_badge_pdf
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
@@ -49,6 +50,7 @@ POLICY: dict[Route, frozenset[str]] = {
     ("POST", "/v1/agents/{printer_id}/heartbeat"): AGENTS,
     ("POST", "/v1/agents/{printer_id}/lease"): AGENTS,
     ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/start"): AGENTS,
+    ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/renew"): AGENTS,
     ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/ack"): AGENTS,
     ("GET", "/v1/dead-letters"): OPS,
     ("POST", "/v1/dead-letters/redrive"): OPS,
@@ -78,7 +80,8 @@ POLICY: dict[Route, frozenset[str]] = {
     ("POST", "/v1/enrol"): OPEN,  # the code is the credential
 }
 
-PDF = b"%PDF-1.4\n% matrix\n"
+# A real badge: the artifact store accepts only PDFs that pass the badge checks.
+PDF = sample_badge_pdf("A-MATRIX")
 PDF_NAME = hashlib.sha256(PDF).hexdigest() + ".pdf"
 
 
@@ -152,6 +155,7 @@ def _body(route: Route, world: World) -> dict[str, Any]:
         ("POST", "/v1/jobs"): job_body(),
         ("POST", "/v1/agents/{printer_id}/heartbeat"): HEARTBEAT,
         ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/start"): {"lease_id": world.lease_id},
+        ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/renew"): {"lease_id": world.lease_id},
         ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/ack"): {"lease_id": world.lease_id,
                                                               "result": "printed"},
         ("POST", "/v1/dead-letters/redrive"): {"ids": []},

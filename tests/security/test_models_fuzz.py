@@ -136,12 +136,17 @@ def _pattern(regex: str) -> st.SearchStrategy[str]:
 
 url_pdf_refs = st.builds(
     lambda scheme, host, path: f"{scheme}://{host}/{path}.pdf",
-    st.sampled_from([s for s in PDF_REF_SCHEMES if s != "artifact"]),
-    _pattern(r"[a-z0-9.-]{1,30}"), _pattern(r"[A-Za-z0-9/_-]{0,60}"),
+    st.sampled_from([s for s in PDF_REF_SCHEMES if s not in ("artifact", "file")]),
+    _pattern(r"[a-z0-9.-]{1,30}"), _pattern(r"[A-Za-z0-9/_.-]{0,60}"),
+)  # fmt: skip
+# A file is local: no host but localhost, an absolute path with no '..' segment.
+file_pdf_refs = st.builds(
+    lambda host, path: f"file://{host}/{path}.pdf",
+    st.sampled_from(["", "localhost"]), _pattern(r"[A-Za-z0-9/_-]{0,60}"),
 )  # fmt: skip
 # An artifact is named by its SHA-256 (both spellings the agent reads).
 artifact_refs = _pattern(r"artifact:///?[0-9a-f]{64}\.pdf")
-pdf_refs = url_pdf_refs | artifact_refs
+pdf_refs = url_pdf_refs | file_pdf_refs | artifact_refs
 # The documented patterns with their length limits folded in (no filtering needed).
 valid_jobs = st.fixed_dictionaries(
     {

@@ -12,6 +12,7 @@ talks to the printer meanwhile.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from functools import partial
 from types import TracebackType
@@ -50,6 +51,9 @@ class AsyncPrinterLink:
         self._process_ids = ProcessIds()
         # The printer's last real answer, which a busy printer's report keeps.
         self._last_answer: PrinterHealthReport | None = None
+        # When a probe's thread last came back (a backstop's report does not count):
+        # probes that never do mean wedged threads (liveness.py).
+        self.last_probe_returned = time.monotonic()
 
     @property
     def probe_backstop_s(self) -> float:
@@ -75,6 +79,7 @@ class AsyncPrinterLink:
         try:
             async with asyncio.timeout(self.probe_backstop_s):
                 report = await asyncio.to_thread(probe_health, self.link, self._last_answer)
+                self.last_probe_returned = time.monotonic()
         except TimeoutError:
             return PrinterHealthReport(
                 reachable=False,
