@@ -74,8 +74,10 @@ def _check_container(pdf_bytes: bytes, limits: BadgeLimits) -> None:
     if not pdf_bytes.startswith(PDF_MAGIC):
         raise BadgeRejected(
             RejectReason.NOT_A_PDF,
-            f"The badge file is not a PDF (it starts with {bytes(pdf_bytes[:8])!r}, "
-            "not %PDF-). Check the badge link points at the PDF itself.",
+            # Not a byte of it quoted: whatever the reference named (a login page, a
+            # file of the Pi's) must not reach the kiosk that reads this back.
+            "The badge file is not a PDF (it does not start with %PDF-). Check the badge"
+            " link points at the PDF itself.",
         )
     check_stream_expansion(
         pdf_bytes,

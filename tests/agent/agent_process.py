@@ -17,12 +17,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp
+
+from badgeline.agent.config import AgentSettings
 from badgeline.coordinator.auth import token_digest
 from badgeline.coordinator.config import CoordinatorSettings, TokenEntry
 from badgeline.emulator import PrinterEmulator
 from tests.conftest import agent_token
 
 LOOPBACK = ["127.0.0.1"]
+START_TIMEOUT_S = 30.0
 # The longest agent log line the pipe reader takes in one piece (a traceback is one line).
 _LINE_LIMIT = 1 << 20
 _LIMITED_EXEC = (
@@ -159,3 +163,57 @@ class AgentProcess:
             with contextlib.suppress(ProcessLookupError):
                 await self.process.wait()
         await self._log_copied()
+
+
+class RunningAgent:
+    """An agent process, its status endpoint, and what it logged."""
+
+    def __init__(self, process: AgentProcess, status_port: int, session: aiohttp.ClientSession):
+        self.process = process
+        self.status_url = f"http://127.0.0.1:{status_port}"
+        self.session = session
+
+    async def healthy(self) -> bool:
+        """The process runs and /healthz says every loop does."""
+        if not self.alive():
+            raise AssertionError(f"the agent exited:\n{self.process.tail()}")
+        try:
+            async with self.session.get(self.status_url + "/healthz") as response:
+                return response.status == 200
+        except aiohttp.ClientConnectionError:
+            return False  # not serving yet
+
+    def alive(self) -> bool:
+        assert self.process.process is not None
+        return self.process.process.returncode is None
+
+    async def status(self) -> dict[str, Any]:
+        async with self.session.get(self.status_url + "/status") as response:
+            answer: dict[str, Any] = await response.json()
+            return answer
+
+    async def journal(self) -> dict[str, int]:
+        journal: dict[str, int] = (await self.status())["journal"]
+        return journal
+
+    def logged(self, event: str, **fields: Any) -> list[dict[str, Any]]:
+        return [
+            line for line in self.process.events()
+            if line.get("event") == event and all(line.get(k) == v for k, v in fields.items())
+        ]  # fmt: skip
+
+    async def has_logged(self, event: str, **fields: Any) -> bool:
+        return bool(self.logged(event, **fields))
+
+
+def agent_config_for(settings: AgentSettings, emulator: PrinterEmulator, path: Path,
+                     status_port: int) -> Path:  # fmt: skip
+    """The TOML an agent process runs with: `settings`' identity, test timings."""
+    assert settings.token is not None
+    return write_agent_toml(
+        path, emulator_table(emulator),
+        printer_id=settings.printer_id, coordinator_url=settings.coordinator_url,
+        token=settings.token.get_secret_value(), state_dir=settings.state_dir,
+        status_port=status_port, mdns=False, heartbeat_interval_s=0.1,
+        probe_interval_s=0.1, lease_wait_s=2.0, retry_initial_s=0.05, retry_max_s=0.5,
+    )  # fmt: skip

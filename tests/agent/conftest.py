@@ -22,10 +22,18 @@ from badgeline.agent.config import AgentSettings
 from badgeline.agent.service import Agent
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.redis_server import free_port
 from badgeline.emulator import PrinterEmulator
 from badgeline.samples import core_font_badge_pdf, sample_badge_pdf
+from tests.agent.agent_process import (
+    START_TIMEOUT_S,
+    AgentProcess,
+    RunningAgent,
+    agent_config_for,
+)
 from tests.agent.hostile_server import HostileServer
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
+from tests.helpers import wait_for
 
 
 class LiveCoordinator:
@@ -146,6 +154,35 @@ async def start_emulator(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     yield start
     for emulator in started:
         await emulator.stop()
+
+
+@pytest.fixture
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as client:
+        yield client
+
+
+@pytest.fixture
+async def start_agent(session: aiohttp.ClientSession, tmp_path: Path) -> AsyncIterator[Any]:
+    """Start `badgeline agent` processes (tests/agent/agent_process.py) with test timings,
+    each waited for until healthy; all are killed at the end."""
+    started: list[AgentProcess] = []
+
+    async def start(
+        settings: AgentSettings, emulator: PrinterEmulator, *, file_size_limit: int | None = None
+    ) -> RunningAgent:
+        status_port = free_port()
+        config = agent_config_for(settings, emulator, tmp_path / f"agent-{len(started)}.toml",
+                                  status_port)  # fmt: skip
+        process = AgentProcess(config, log_through_pipe=True, file_size_limit=file_size_limit)
+        started.append(await process.start())
+        agent = RunningAgent(process, status_port, session)
+        await wait_for(agent.healthy, timeout_s=START_TIMEOUT_S)
+        return agent
+
+    yield start
+    for process in started:
+        await process.kill()
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 
 # Each hostile fetch must end well within this (a test bound, not a measurement).
 FETCH_BOUND_S = 10.0
@@ -87,3 +88,35 @@ class HostileServer:
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 10000000000\r\n\r\n%PDF-")
         await writer.drain()
         await self.pause(3600)
+
+
+class ThreadedHostileServer:
+    """A HostileServer on its own event loop thread, for synchronous process-level tests."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="hostile",
+                                        daemon=True)  # fmt: skip
+        self.server: HostileServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return self.server.url
+
+    def start(self) -> None:
+        self._thread.start()
+
+        async def started() -> HostileServer:
+            server = HostileServer()
+            await server.start()
+            return server
+
+        self.server = asyncio.run_coroutine_threadsafe(started(), self._loop).result(10)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            asyncio.run_coroutine_threadsafe(self.server.stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()

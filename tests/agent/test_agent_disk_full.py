@@ -10,18 +10,13 @@ gets out. The coordinator, Redis and the printer emulator are the real ones.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-import pytest
-
 from badgeline.agent.config import AgentSettings
 from badgeline.agent.journal import Journal, JournalSettings
-from badgeline.coordinator.redis_server import free_port
 from badgeline.emulator import Fault, PrinterEmulator
-from tests.agent.agent_process import AgentProcess, emulator_table, write_agent_toml
+from tests.agent.agent_process import RunningAgent
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
 from tests.agent.journal_prep import crash_after_lease, crash_after_print
 from tests.helpers import wait_for
@@ -32,81 +27,7 @@ CARD_FULL = 0
 # journal opens, and for 7 WAL frames of a 4 KiB page; a transaction that rewrites
 # more pages than that fails (see `_old_journal`).
 CARD_NEARLY_FULL = 32 * 1024
-START_TIMEOUT_S = 30.0
 DAY_S = 24 * 3600.0
-
-
-@pytest.fixture
-async def session() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as client:
-        yield client
-
-
-class RunningAgent:
-    """An agent process, its status endpoint, and what it logged."""
-
-    def __init__(self, process: AgentProcess, status_port: int, session: aiohttp.ClientSession):
-        self.process = process
-        self.status_url = f"http://127.0.0.1:{status_port}"
-        self.session = session
-
-    async def healthy(self) -> bool:
-        """The process runs and /healthz says every loop does."""
-        if not self.alive():
-            raise AssertionError(f"the agent exited:\n{self.process.tail()}")
-        try:
-            async with self.session.get(self.status_url + "/healthz") as response:
-                return response.status == 200
-        except aiohttp.ClientConnectionError:
-            return False  # not serving yet
-
-    def alive(self) -> bool:
-        assert self.process.process is not None
-        return self.process.process.returncode is None
-
-    async def status(self) -> dict[str, Any]:
-        async with self.session.get(self.status_url + "/status") as response:
-            answer: dict[str, Any] = await response.json()
-            return answer
-
-    async def journal(self) -> dict[str, int]:
-        journal: dict[str, int] = (await self.status())["journal"]
-        return journal
-
-    def logged(self, event: str, **fields: Any) -> list[dict[str, Any]]:
-        return [
-            line for line in self.process.events()
-            if line.get("event") == event and all(line.get(k) == v for k, v in fields.items())
-        ]  # fmt: skip
-
-    async def has_logged(self, event: str, **fields: Any) -> bool:
-        return bool(self.logged(event, **fields))
-
-
-@pytest.fixture
-async def start_agent(session: aiohttp.ClientSession, tmp_path: Path) -> AsyncIterator[Any]:
-    started: list[AgentProcess] = []
-
-    async def start(
-        settings: AgentSettings, emulator: PrinterEmulator, *, file_size_limit: int | None = None
-    ) -> RunningAgent:
-        status_port = free_port()
-        config = write_agent_toml(
-            tmp_path / f"agent-{len(started)}.toml", emulator_table(emulator),
-            printer_id=settings.printer_id, coordinator_url=settings.coordinator_url,
-            token=_token(settings), state_dir=settings.state_dir,
-            status_port=status_port, mdns=False, heartbeat_interval_s=0.1,
-            probe_interval_s=0.1, lease_wait_s=2.0, retry_initial_s=0.05, retry_max_s=0.5,
-        )  # fmt: skip
-        process = AgentProcess(config, log_through_pipe=True, file_size_limit=file_size_limit)
-        started.append(await process.start())
-        agent = RunningAgent(process, status_port, session)
-        await wait_for(agent.healthy, timeout_s=START_TIMEOUT_S)
-        return agent
-
-    yield start
-    for process in started:
-        await process.kill()
 
 
 async def test_an_ack_confirmed_while_the_card_is_full_is_marked_once_space_is_back(
@@ -234,11 +155,6 @@ async def _old_journal(settings: AgentSettings, *, dropped: int = 0, granted: in
         for n in range(granted):
             await journal.record_lease(f"job-gone-{n}", "lease-1", padding)
             await journal.record_grant(f"job-gone-{n}", "lease-1", 1)
-
-
-def _token(settings: AgentSettings) -> str:
-    assert settings.token is not None
-    return settings.token.get_secret_value()
 
 
 async def _state_is(kiosk: Kiosk, job_id: str, state: str) -> bool:

@@ -63,6 +63,9 @@ async def _every_operation(client: Client) -> None:
     await _beat(client, "printer-b")
     ids = [(await flows.submit(client))["job_id"] for _ in range(4)]
     leased = await flows.lease_one(client)
+    renew = f"/v1/agents/printer-a/jobs/{leased['job_id']}/renew"
+    await flows.expect(await client.post(renew, json={"lease_id": leased["lease_id"]},
+                                         headers=flows.agent()), 200)  # fmt: skip
     await flows.start(client, leased["job_id"], leased["lease_id"])
     await flows.ack(client, leased["job_id"], leased["lease_id"], result="failed", error="jam")
     await flows.cancel(client, ids[-1])
