@@ -189,6 +189,10 @@ class LocalVenue:
             "status_port": 0,
             "printer": {"kind": "emulator", "host": "127.0.0.1", "port": slot.port},
             "mdns": False,
+            # A venue on one machine: badges may come from files in the venue's folder and
+            # from this machine's own web servers (the agent allows neither by default).
+            "badge_file_roots": [str(self.root)],
+            "badge_http_hosts": ["127.0.0.1:*"],
         }
         for key, value in self.agent_overrides.get(slot.printer_id, {}).items():
             if value is None:  # TOML has no null: None leaves the key out (its default)

@@ -139,6 +139,20 @@ class AgentSettings(BaseModel):
     footer: bool = Field(
         default=True, description="print `job <job_id>` under the badge (traceability)"
     )
+    badge_file_roots: list[Path] = Field(
+        default_factory=list,
+        max_length=32,
+        description="folders file:// badge refs may be read from (symlinks resolved, regular"
+        " files only); none by default: file refs are refused",
+    )
+    badge_http_hosts: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description="hosts http(s):// badge refs (and their redirects) may fetch from: a name,"
+        " *.domain, an address or a network, :port for another port; addresses that are not"
+        " public only by address or network entry; the coordinator's artifact store is always"
+        " allowed",
+    )
     max_pdf_bytes: int = Field(
         default=5 * 1024 * 1024,
         ge=1024,
@@ -273,6 +287,23 @@ class AgentSettings(BaseModel):
         except (OSError, ssl.SSLError) as error:
             raise ValueError(f"{value} is not a PEM CA bundle: {error}") from None
         return value
+
+    @field_validator("badge_file_roots")
+    @classmethod
+    def require_absolute_roots(cls, roots: list[Path]) -> list[Path]:
+        for root in roots:
+            if not root.is_absolute():
+                raise ValueError(f"{str(root)!r} is not an absolute path (badge_file_roots)")
+        return roots
+
+    @field_validator("badge_http_hosts")
+    @classmethod
+    def require_host_rules(cls, entries: list[str]) -> list[str]:
+        from badgeline.agent.sources import HostRule
+
+        for entry in entries:
+            HostRule.parse(entry)  # raises ValueError with what is wrong
+        return entries
 
     @field_validator("labels")
     @classmethod

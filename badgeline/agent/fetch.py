@@ -32,9 +32,11 @@ from badgeline.agent.http_client import (
     HttpClient,
     HttpFailure,
     HttpResponse,
+    RedirectRefused,
     TooManyRedirects,
 )
 from badgeline.agent.retry import Backoff
+from badgeline.agent.sources import BadgeSources, SourceNotAllowed
 from badgeline.protocol.failures import FailureReason
 
 ARTIFACT_NAME = re.compile(r"^([0-9a-f]{64})\.pdf$")
@@ -80,6 +82,7 @@ class BadgeFetcher:
         self,
         http: HttpClient,
         *,
+        sources: BadgeSources,
         coordinator_url: str | None,
         artifact_headers: dict[str, str],
         max_bytes: int,
@@ -87,6 +90,7 @@ class BadgeFetcher:
         retry_initial_s: float = 0.5,
     ) -> None:
         self.http = http
+        self.sources = sources
         self.coordinator_url = coordinator_url.rstrip("/") if coordinator_url else None
         self.artifact_headers = dict(artifact_headers)
         self.max_bytes = max_bytes
@@ -110,7 +114,11 @@ class BadgeFetcher:
         if parts.scheme == "file":
             return await self._read_file(ref)
         if parts.scheme in ("http", "https"):
-            return await self._with_retries(lambda: self._download(ref, authorised=False))
+            try:
+                return await self._with_retries(lambda: self._download(ref, authorised=False))
+            except SourceNotAllowed as why:
+                self.sources.log_refusal(ref, why)
+                raise _not_allowed() from None
         if parts.scheme == "artifact":
             return await self._fetch_artifact(ref)
         raise FetchRefused(
@@ -137,14 +145,21 @@ class BadgeFetcher:
                 FailureReason.BAD_REFERENCE,
                 "file references name an absolute path without '..' segments",
             )
-        return await asyncio.to_thread(self._read_regular_file, path)
-
-    def _read_regular_file(self, path: str) -> bytes:
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            real = await asyncio.to_thread(self.sources.allowed_file, path)
+            return await asyncio.to_thread(self._read_regular_file, real)
+        except SourceNotAllowed as why:
+            self.sources.log_refusal(ref, why)
+            raise _not_allowed() from None
+
+    def _read_regular_file(self, real: str) -> bytes:
+        try:
+            # O_NOFOLLOW: `real` has no symlink left; one swapped in since is refused.
+            fd = os.open(real, _OPEN_FLAGS | os.O_NOFOLLOW)
         except OSError as error:
             raise _file_refused(error) from None
         try:
+            self.sources.check_opened(fd, real)
             mode = os.fstat(fd).st_mode
             if not stat.S_ISREG(mode):
                 raise FetchRefused(
@@ -192,6 +207,9 @@ class BadgeFetcher:
     # ------------------------------------------------------------ http(s)://
 
     async def _download(self, url: str, *, authorised: bool) -> bytes:
+        """GET a badge. The coordinator's artifact store (`authorised`) is trusted as it
+        is and never redirects; any other host must pass the agent's badge sources, for
+        the first URL and every redirect."""
         headers = self.artifact_headers if authorised else None
         try:
             # The limit holds while the bytes stream in: a larger body is never read whole.
@@ -199,13 +217,18 @@ class BadgeFetcher:
             # timeout applies to connecting too, not the coordinator's short one.
             response = await self.http.request(
                 "GET", url, headers=headers, timeout_s=self.timeout_s, max_body=self.max_bytes,
-                connect_timeout_s=self.timeout_s, follow_redirects=True,
+                connect_timeout_s=self.timeout_s, follow_redirects=not authorised,
+                address_for=None if authorised else self.sources.address_for,
             )  # fmt: skip
         except BodyTooLarge:
             raise self._too_large() from None
         except TooManyRedirects:
             raise FetchRefused(
                 FailureReason.REFUSED, "the badge server redirects in a loop"
+            ) from None
+        except RedirectRefused:
+            raise FetchRefused(
+                FailureReason.REFUSED, "the badge server redirects away from http(s)"
             ) from None
         except TimeoutError:
             raise _TransientFetchError(
@@ -252,6 +275,14 @@ def _refuse_status(response: HttpResponse) -> None:
     if status in (404, 410):
         raise FetchRefused(FailureReason.NOT_FOUND, f"no badge there (HTTP {status})")
     raise FetchRefused(FailureReason.REFUSED, f"the badge server refused it (HTTP {status})")
+
+
+def _not_allowed() -> FetchRefused:
+    # One text for every refusal: a kiosk learns nothing of the Pi or the network from it.
+    return FetchRefused(
+        FailureReason.NOT_ALLOWED,
+        "the badge reference is not among the sources this agent may fetch from",
+    )
 
 
 def _file_refused(error: OSError) -> FetchRefused:

@@ -35,6 +35,7 @@ import json
 import ssl
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 from urllib.parse import quote, urljoin, urlsplit
@@ -58,8 +59,16 @@ USER_AGENT = "badgeline-agent"
 URL_SAFE = "/%:@!$&'()*+,;=-._~"
 
 
+# (scheme, host, port) -> the address to connect to; raises to refuse the host.
+AddressPolicy = Callable[[str, str, int], Awaitable[str]]
+
+
 class HttpFailure(Exception):
     """No HTTP answer came: the connection was refused, reset or broken, or TLS failed."""
+
+
+class RedirectRefused(HttpFailure):
+    """A redirect to something that is not an http(s) URL (file:, ftp:…): not followed."""
 
 
 class TooManyRedirects(HttpFailure):
@@ -163,11 +172,15 @@ class HttpClient:
         connect_timeout_s: float | None = None,
         idempotent: bool | None = None,
         follow_redirects: bool = False,
+        address_for: AddressPolicy | None = None,
     ) -> HttpResponse:
         """Send one request and read the whole answer within `timeout_s`.
 
         `idempotent` (default: GET and HEAD are) allows the one resend on a
-        new connection described in the module's notes.
+        new connection described in the module's notes. `address_for` decides,
+        for the first URL and every redirect, the address a new connection goes
+        to (the agent's badge sources: sources.py); it raises to refuse, and its
+        exception leaves this call as it is.
         """
         headers = dict(headers or {})
         retry = method in ("GET", "HEAD") if idempotent is None else idempotent
@@ -175,11 +188,13 @@ class HttpClient:
         async with asyncio.timeout(timeout_s):
             for _ in range(MAX_REDIRECTS + 1):
                 response = await self._send(target, method, headers, body, max_body,
-                                            connect_timeout_s, retry)  # fmt: skip
+                                            connect_timeout_s, retry, address_for)  # fmt: skip
                 location = response.headers.get("location")
                 if not (follow_redirects and response.status in REDIRECT_STATUSES and location):
                     return response
                 url = urljoin(url, location)
+                if urlsplit(url).scheme not in DEFAULT_PORTS:
+                    raise RedirectRefused("a redirect to another scheme than http(s)")
                 following = _parse(url)
                 if following.key != target.key:  # the token is for the host it was meant for
                     headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
@@ -197,10 +212,11 @@ class HttpClient:
         max_body: int | None,
         connect_timeout_s: float | None,
         retry: bool,
+        address_for: AddressPolicy | None,
     ) -> HttpResponse:
         resent = False
         while True:
-            connection = await self._connection(target, connect_timeout_s)
+            connection = await self._connection(target, connect_timeout_s, address_for)
             try:
                 response, whole = await self._exchange(
                     connection, method, target, headers, body, max_body
@@ -222,9 +238,18 @@ class HttpClient:
 
     # ------------------------------------------------------------ connections
 
-    async def _connection(self, target: _Target, connect_timeout_s: float | None) -> _Connection:
+    async def _connection(
+        self, target: _Target, connect_timeout_s: float | None, address_for: AddressPolicy | None
+    ) -> _Connection:
         if self._closed:
             raise HttpFailure("the HTTP client is closed")
+        # Checked even when a kept connection is reused: the policy may refuse it now.
+        address = target.host
+        if address_for is not None:
+            try:
+                address = await address_for(target.scheme, target.host, target.port)
+            except OSError as error:  # the name does not resolve
+                raise HttpFailure(f"cannot resolve {target.host}: {error}") from error
         idle = self._idle[target.key]
         while idle:
             connection = idle.pop()
@@ -237,9 +262,12 @@ class HttpClient:
         connect_timeout_s = connect_timeout_s or self.connect_timeout_s
         try:
             async with asyncio.timeout(connect_timeout_s):
+                # To the address checked (not the name again: it may resolve elsewhere
+                # now); TLS still checks the certificate against the name.
                 reader, writer = await asyncio.open_connection(
-                    target.host, target.port, ssl=context, limit=READ_CHUNK
-                )
+                    address, target.port, ssl=context, limit=READ_CHUNK,
+                    server_hostname=target.host if context is not None else None,
+                )  # fmt: skip
         except TimeoutError:
             raise HttpFailure(
                 f"cannot connect to {target.host}:{target.port}: "

@@ -56,6 +56,7 @@ from badgeline.agent.printers import AsyncPrinterLink, link_for
 from badgeline.agent.printing import PrintLoop
 from badgeline.agent.retry import Backoff
 from badgeline.agent.slots import JobSlots
+from badgeline.agent.sources import BadgeSources
 from badgeline.agent.status import LastProblem, StatusServer
 from badgeline.agent.testprint import DiagnosticPrinter
 from badgeline.coordinator.events import log_event
@@ -262,8 +263,12 @@ class Agent:
             link=self._link, watch=self.watch, printer_lock=self.printer_lock,
             printer_id=settings.printer_id, width_dots=settings.effective_width_dots,
         )  # fmt: skip
+        sources = BadgeSources(
+            settings.printer_id, settings.badge_file_roots, settings.badge_http_hosts
+        )
         self._fetcher = fetcher = BadgeFetcher(
             self._client.http,
+            sources=sources,
             coordinator_url=settings.coordinator_url,
             artifact_headers=self._client.auth_headers,
             max_bytes=settings.max_pdf_bytes,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from pydantic import (
     BaseModel,
@@ -60,7 +60,15 @@ class CoordinatorSettings(BaseModel):
     listen_port: int = Field(default=8420, ge=0, le=65535)
     venue: str = Field(default="default", pattern=POOL_NAME_PATTERN)
     redis_url: str | None = Field(
-        default=None, description="redis://… of an external server; unset = embedded server"
+        default=None,
+        description="redis[s]://[user:password@]host:port/db of an external server (for"
+        " sentinel: the master's name as host); unset = embedded server",
+    )
+    redis_password_file: Path | None = Field(
+        default=None,
+        description="a file holding the password of redis_url's user (e.g. a systemd"
+        " credential, %d/redis-password): the password stays out of the config and off"
+        " every command line",
     )
     # Redis Cluster and Sentinel (docs/config.md, "Redis Cluster and Sentinel";
     # badgeline/coordinator/redis_client.py).
@@ -145,6 +153,24 @@ class CoordinatorSettings(BaseModel):
             raise ValueError("must start redis://, rediss:// or unix:// (redis://host:6379/0)")
         return url
 
+    def redis_url_with_password(self, url: str | None) -> str | None:
+        """`url` with the password of `redis_password_file` in it, when one is set."""
+        if url is None or self.redis_password_file is None:
+            return url
+        password = self.redis_password_file.read_text(encoding="utf-8").strip()
+        parts = urlsplit(url)
+        user = parts.username or ""
+        host = parts.netloc.rpartition("@")[2]
+        netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{host}"
+        return urlunsplit(parts._replace(netloc=netloc))
+
+    @field_validator("redis_password_file")
+    @classmethod
+    def password_file_is_readable(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.is_file():
+            raise ValueError(f"{path} does not exist (or is not a file)")
+        return path
+
     @field_validator("mdns_interfaces")
     @classmethod
     def mdns_interfaces_are_ipv4_addresses(cls, addresses: list[str] | None) -> list[str] | None:
@@ -175,11 +201,22 @@ class CoordinatorSettings(BaseModel):
         if mode == "sentinel" and (not self.redis_sentinels or not self.redis_sentinel_master):
             raise ValueError("redis_mode sentinel needs redis_sentinels and redis_sentinel_master")
         if mode == "sentinel" and self.redis_url is not None:
-            raise ValueError("redis_mode sentinel finds the master itself: unset redis_url")
+            # Here redis_url carries what a connection to the master needs (TLS with
+            # rediss://, user and password, the database) and names the master as its
+            # host: the sentinels say where it is.
+            named = urlsplit(self.redis_url).hostname
+            if named != self.redis_sentinel_master:
+                raise ValueError(
+                    "with redis_mode sentinel, redis_url names the master as its host: "
+                    f"redis://user:password@{self.redis_sentinel_master}/0"
+                )
         if mode != "cluster" and self.redis_cluster_nodes:
             raise ValueError("redis_cluster_nodes is only used with redis_mode cluster")
         if mode != "sentinel" and (self.redis_sentinels or self.redis_sentinel_master):
             raise ValueError("redis_sentinels is only used with redis_mode sentinel")
+        if self.redis_password_file is not None and self.redis_url is None:
+            raise ValueError("redis_password_file goes with redis_url (the embedded server"
+                             " keeps its own password)")
         return self
 
     @model_validator(mode="after")

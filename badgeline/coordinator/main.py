@@ -24,6 +24,7 @@ from badgeline.coordinator.redis_client import RedisClient, RedisUnreachableAtSt
 from badgeline.coordinator.redis_server import EmbeddedRedis, RedisServerError
 from badgeline.discovery import DiscoveryError
 from badgeline.discovery.advertise import CoordinatorAdvertiser
+from badgeline.private_files import private_dir
 
 # The unit's RestartPreventExitStatus= names it: a bad config is not restarted in a loop.
 EXIT_CONFIG_ERROR = 2
@@ -75,14 +76,16 @@ async def serve(settings: CoordinatorSettings) -> None:
             settings.state_dir / "redis", appendfsync=settings.embedded_appendfsync
         )
         try:
-            embedded.data_dir.mkdir(parents=True, exist_ok=True)
+            # The state directory and Redis's are the coordinator's alone (0700).
+            private_dir(settings.state_dir)
+            private_dir(embedded.data_dir)
         except OSError as error:
             raise ConfigError(
                 f"state_dir: cannot create {embedded.data_dir}: {error.strerror}"
             ) from None
         await asyncio.to_thread(embedded.start)
         redis_url = embedded.url
-        log_event("embedded_redis_started", url=redis_url, dir=str(embedded.data_dir))
+        log_event("embedded_redis_started", port=embedded.port, dir=str(embedded.data_dir))
     try:
         async with connected(settings, redis_url) as redis:
             runner = make_runner(settings, redis)

@@ -21,11 +21,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias
+from urllib.parse import unquote, urlsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
+from redis.exceptions import AuthenticationError as RedisAuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -106,7 +108,9 @@ class SentinelWatch:
 def connect(
     settings: CoordinatorSettings, url: str | None
 ) -> tuple[RedisClient, SentinelWatch | None]:
-    """A client for `redis_mode`; `url` is redis_url or the embedded server's."""
+    """A client for `redis_mode`; `url` is redis_url or the embedded server's (with the
+    password of `redis_password_file` put in, when one is set)."""
+    url = settings.redis_url_with_password(url)
     if settings.redis_mode == "cluster":
         assert url is not None  # the settings validator requires redis_url
         extra = [ClusterNode(*_host_port(a)) for a in settings.redis_cluster_nodes]
@@ -121,7 +125,9 @@ def connect(
                             socket_timeout=2.0, socket_connect_timeout=2.0)  # fmt: skip
         master = sentinel.master_for(settings.redis_sentinel_master, redis_class=Redis,
                                      health_check_interval=HEALTH_CHECK_INTERVAL_S,
-                                     max_connections=settings.redis_max_connections)  # fmt: skip
+                                     max_connections=settings.redis_max_connections,
+                                     **_master_login(settings.redis_url_with_password(
+                                         settings.redis_url)))  # fmt: skip
         return master, SentinelWatch(sentinel, settings.redis_sentinel_master, master)
     assert url is not None
     pool = WaitingConnectionPool.from_url(
@@ -129,6 +135,21 @@ def connect(
         timeout=settings.redis_pool_wait_s, health_check_interval=HEALTH_CHECK_INTERVAL_S,
     )  # fmt: skip
     return Redis.from_pool(pool), None  # closing the client closes its pool
+
+
+def _master_login(url: str | None) -> dict[str, Any]:
+    """What a sentinel-found master's connections take from redis_url: TLS, login, db."""
+    if url is None:
+        return {}
+    parts = urlsplit(url)
+    login: dict[str, Any] = {"db": int(parts.path.strip("/") or 0)}
+    if parts.username:
+        login["username"] = unquote(parts.username)
+    if parts.password:
+        login["password"] = unquote(parts.password)
+    if parts.scheme == "rediss":
+        login["ssl"] = True  # the pool then makes sentinel-managed TLS connections
+    return login
 
 
 async def check_topology(client: RedisClient, settings: CoordinatorSettings) -> None:
@@ -171,6 +192,12 @@ async def _once_reachable(check: Callable[[], Awaitable[None]], url: str | None)
     while True:
         try:
             await check()
+        except RedisAuthenticationError as error:
+            # Waiting would not change a password: say so now, in one line.
+            raise ConfigError(
+                f"Redis at {_redacted(url)} refused the coordinator's login ({error}): "
+                "give redis_url the server's user and password (redis://user:password@host/0)"
+            ) from error
         except (RedisConnectionError, RedisTimeoutError) as error:  # LOADING included
             if loop.time() >= deadline:
                 raise RedisUnreachableAtStart(

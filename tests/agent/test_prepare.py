@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import tempfile
 from pathlib import Path
 
 import aiohttp
@@ -15,6 +16,7 @@ from badgeline.agent.http_client import HttpClient
 from badgeline.agent.prepare import BadgePreparer, BadgeUnprintable, JobTicket
 from badgeline.badge import DEFAULT_LIMITS
 from badgeline.protocol.failures import FailureReason, is_permanent
+from tests.agent.conftest import local_sources
 from tests.agent.hostile_server import FETCH_BOUND_S, HostileServer
 from tests.helpers import wait_for
 
@@ -37,7 +39,8 @@ async def test_the_worker_starts_with_a_badge_and_exits_when_idle(
     pdf = tmp_path / "badge.pdf"
     pdf.write_bytes(badge_pdf)
     async with aiohttp.ClientSession() as session:
-        fetcher = BadgeFetcher(session, coordinator_url=None, artifact_headers={},
+        fetcher = BadgeFetcher(session, sources=local_sources(Path(tempfile.gettempdir())),
+                               coordinator_url=None, artifact_headers={},
                                max_bytes=DEFAULT_LIMITS.max_bytes, timeout_s=5,
                                retry_initial_s=0.01)  # fmt: skip
         preparer = BadgePreparer(fetcher, width_dots=384, limits=DEFAULT_LIMITS, footer=True,
@@ -73,7 +76,8 @@ async def test_a_badge_that_outlasts_its_budget_fails_as_a_timeout(
 ) -> None:
     # GIVEN a badge server that sends one byte a second, and requests allowed 30 s
     async with HttpClient() as http:
-        fetcher = BadgeFetcher(http, coordinator_url=None, artifact_headers={},
+        fetcher = BadgeFetcher(http, sources=local_sources(Path(tempfile.gettempdir())),
+                               coordinator_url=None, artifact_headers={},
                                max_bytes=DEFAULT_LIMITS.max_bytes, timeout_s=30)  # fmt: skip
         preparer = BadgePreparer(fetcher, width_dots=384, limits=DEFAULT_LIMITS, footer=True,
                                  in_sandbox=False, budget_s=10)  # fmt: skip
@@ -94,8 +98,8 @@ async def test_an_unforeseen_fault_fails_the_job_as_internal(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async with HttpClient() as http:
-        fetcher = BuggyFetcher(http, coordinator_url=None, artifact_headers={},
-                               max_bytes=DEFAULT_LIMITS.max_bytes)  # fmt: skip
+        fetcher = BuggyFetcher(http, sources=local_sources(), coordinator_url=None,
+                               artifact_headers={}, max_bytes=DEFAULT_LIMITS.max_bytes)  # fmt: skip
         preparer = BadgePreparer(fetcher, width_dots=384, limits=DEFAULT_LIMITS, footer=True,
                                  in_sandbox=False)  # fmt: skip
         with caplog.at_level(logging.ERROR), pytest.raises(BadgeUnprintable) as unprintable:
@@ -109,7 +113,8 @@ async def test_a_badge_the_checks_refuse_fails_with_the_checks_reason(
     tmp_path: Path, core_font_ref: str
 ) -> None:
     async with HttpClient() as http:
-        fetcher = BadgeFetcher(http, coordinator_url=None, artifact_headers={},
+        fetcher = BadgeFetcher(http, sources=local_sources(Path(tempfile.gettempdir())),
+                               coordinator_url=None, artifact_headers={},
                                max_bytes=DEFAULT_LIMITS.max_bytes)  # fmt: skip
         preparer = BadgePreparer(fetcher, width_dots=384, limits=DEFAULT_LIMITS, footer=True,
                                  in_sandbox=True)  # fmt: skip

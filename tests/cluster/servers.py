@@ -10,6 +10,7 @@ free bus port of its own (`cluster-port`), where the default bus port (port +
 
 from __future__ import annotations
 
+import secrets
 import time
 from pathlib import Path
 
@@ -27,8 +28,10 @@ class LocalCluster:
 
     def __init__(self, root: Path, masters: int = 3) -> None:
         self.bus_ports = [free_port() for _ in range(masters)]
+        # One password for every node: a cluster client logs in to each with redis_url's.
+        self.password = secrets.token_urlsafe(16)
         self.nodes = [
-            EmbeddedRedis(root / f"node{i}", appendfsync="everysec",
+            EmbeddedRedis(root / f"node{i}", appendfsync="everysec", password=self.password,
                           extra_args=["--cluster-enabled", "yes",
                                       "--cluster-port", str(self.bus_ports[i]),
                                       "--cluster-config-file", "nodes.conf"])
@@ -41,12 +44,13 @@ class LocalCluster:
     @property
     def url(self) -> str:
         """One node, as an operator would put it in redis_url: the rest is discovered."""
-        return f"redis://127.0.0.1:{self.nodes[0].port}"
+        return f"redis://:{self.password}@127.0.0.1:{self.nodes[0].port}"
 
     def start(self, timeout_s: float = 20.0) -> None:
         for node in self.nodes:
             node.start()
-        clients = [redis.Redis(port=node.port, decode_responses=True) for node in self.nodes]
+        clients = [redis.Redis(port=node.port, password=self.password, decode_responses=True)
+                   for node in self.nodes]  # fmt: skip
         try:
             for client, (first, last) in zip(clients, self.ranges, strict=True):
                 client.execute_command("CLUSTER ADDSLOTSRANGE", first, last)
@@ -78,10 +82,13 @@ class SentinelServer(EmbeddedRedis):
     """valkey-server --sentinel, with the start/stop handling of EmbeddedRedis.
     A sentinel rewrites its config file, so it gets one of its own."""
 
-    def __init__(self, data_dir: Path, master_name: str, master_port: int) -> None:
-        super().__init__(data_dir)
+    def __init__(
+        self, data_dir: Path, master_name: str, master_port: int, master_password: str
+    ) -> None:
+        super().__init__(data_dir, password=None)  # sentinels ask nobody for a password
         self.master_name = master_name
         self.master_port = master_port
+        self.master_password = master_password
 
     def command(self) -> list[str]:
         conf = self.data_dir / "sentinel.conf"
@@ -89,6 +96,7 @@ class SentinelServer(EmbeddedRedis):
         conf.write_text(
             f"port {self.port}\nbind 127.0.0.1\ndir {self.data_dir}\n"
             f"sentinel monitor {name} 127.0.0.1 {self.master_port} 1\n"
+            f"sentinel auth-pass {name} {self.master_password}\n"
             f"sentinel down-after-milliseconds {name} 1000\n"
             f"sentinel failover-timeout {name} 10000\n"
         )
@@ -102,14 +110,21 @@ class LocalSentinel:
     MASTER_NAME = "badgeline"
 
     def __init__(self, root: Path) -> None:
+        # Master and replica share one password (either may be the master after a
+        # failover), which the replica and the sentinel use to reach the master.
+        self.password = secrets.token_urlsafe(16)
         # No 5 s wait for more replicas before the first full sync (the default).
         self.master = EmbeddedRedis(root / "master", appendfsync="everysec",
-                                    extra_args=["--repl-diskless-sync-delay", "0"])  # fmt: skip
+                                    password=self.password,
+                                    extra_args=["--repl-diskless-sync-delay", "0",
+                                                "--masterauth", self.password])  # fmt: skip
         self.replica = EmbeddedRedis(
-            root / "replica", appendfsync="everysec",
-            extra_args=["--replicaof", "127.0.0.1", str(self.master.port)],
+            root / "replica", appendfsync="everysec", password=self.password,
+            extra_args=["--replicaof", "127.0.0.1", str(self.master.port),
+                        "--masterauth", self.password],
         )  # fmt: skip
-        self.sentinel = SentinelServer(root / "sentinel", self.MASTER_NAME, self.master.port)
+        self.sentinel = SentinelServer(root / "sentinel", self.MASTER_NAME, self.master.port,
+                                       self.password)  # fmt: skip
 
     @property
     def address(self) -> str:
@@ -120,7 +135,8 @@ class LocalSentinel:
         self.replica.start()
         # The sentinel learns of replicas from the master's INFO, read on connect and
         # then every 10 s: start it once the replica is attached, so it sees it at once.
-        replica = redis.Redis(port=self.replica.port, decode_responses=True)
+        replica = redis.Redis(port=self.replica.port, password=self.password,
+                              decode_responses=True)  # fmt: skip
         deadline = time.monotonic() + timeout_s
         try:
             while replica.info("replication").get("master_link_status") != "up":

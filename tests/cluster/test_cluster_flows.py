@@ -31,7 +31,7 @@ def _venue_keys_per_node(cluster: LocalCluster, venue: str) -> list[int]:
     """How many of the venue's keys each node holds (plain connection per node)."""
     counts = []
     for node in cluster.nodes:
-        client = sync_redis.Redis(port=node.port)
+        client = sync_redis.Redis(port=node.port, password=node.password)
         try:
             counts.append(sum(1 for _ in client.scan_iter(match=VenueKeys(venue).prefix + "*")))
         finally:
@@ -42,7 +42,7 @@ def _venue_keys_per_node(cluster: LocalCluster, venue: str) -> list[int]:
 def _forget_scripts(cluster: LocalCluster) -> None:
     """What a master restarted without its scripts, or a promoted replica, knows."""
     for node in cluster.nodes:
-        client = sync_redis.Redis(port=node.port)
+        client = sync_redis.Redis(port=node.port, password=node.password)
         try:
             client.script_flush()
         finally:

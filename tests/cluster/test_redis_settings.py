@@ -18,7 +18,7 @@ from badgeline.coordinator.config import ConfigError, load_coordinator_settings
          "not host:port"),
         ({"redis_mode": "sentinel", "redis_sentinels": ["s1:26379"]}, "redis_sentinel_master"),
         ({"redis_mode": "sentinel", "redis_sentinels": ["s1:26379"], "redis_sentinel_master": "m",
-          "redis_url": "redis://n1"}, "unset redis_url"),
+          "redis_url": "redis://n1"}, "names the master as its host"),
         ({"redis_sentinels": ["s1:26379"], "redis_sentinel_master": "m"}, "only used with"),
         ({"redis_url": "redis://n1", "redis_cluster_nodes": ["n2:6379"]}, "only used with"),
     ],

@@ -69,10 +69,12 @@ async def test_the_coordinator_keeps_accepting_through_a_sentinel_failover(
         venue="sentinel-hall", redis_mode="sentinel", redis_sentinels=[sentinel.address],
         redis_sentinel_master=LocalSentinel.MASTER_NAME, state_dir=tmp_path / "state",
         tokens=configured_tokens(), mdns=False,
+        # the master's login: redis_url names the master, the sentinels say where it is
+        redis_url=f"redis://:{sentinel.password}@{LocalSentinel.MASTER_NAME}/0",
     )  # fmt: skip
     sentinels = Redis(port=sentinel.sentinel.port, decode_responses=True)
-    old_master = Redis(port=sentinel.master.port)
-    new_master = Redis(port=sentinel.replica.port)
+    old_master = Redis(port=sentinel.master.port, password=sentinel.password)
+    new_master = Redis(port=sentinel.replica.port, password=sentinel.password)
     try:
         # a master name the sentinels do not know stops start-up
         unknown = settings.model_copy(update={"redis_sentinel_master": "no-such-master"})

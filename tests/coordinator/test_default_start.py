@@ -29,7 +29,7 @@ async def test_an_embedded_server_with_a_relative_directory_starts_and_keeps_its
     server = EmbeddedRedis(Path("var/coordinator/redis"))
     await asyncio.to_thread(server.start)
     try:
-        client = Redis(port=server.port)
+        client = Redis(port=server.port, password=server.password)
         await client.set("written", "1")
         await client.aclose()
     finally:

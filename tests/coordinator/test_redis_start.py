@@ -15,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from badgeline.coordinator import main as coordinator_main
 from badgeline.coordinator import redis_client
-from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.config import ConfigError, CoordinatorSettings
 from badgeline.coordinator.events import EVENT_LOGGER, JsonLineFormatter
 from badgeline.coordinator.redis_client import connected
 from badgeline.coordinator.redis_pool import WaitingConnectionPool
@@ -37,7 +37,7 @@ async def test_a_coordinator_started_before_its_redis_waits_for_it(
     late = EmbeddedRedis(tmp_path / "late-redis", port=port)
 
     async def start_coordinator() -> bool:
-        async with connected(settings, f"redis://127.0.0.1:{port}/0") as redis:
+        async with connected(settings, late.url) as redis:
             return bool(await redis.ping())
 
     # GIVEN a coordinator starting while nothing answers on its Redis port
@@ -111,4 +111,42 @@ async def test_after_a_redis_restart_idle_pooled_connections_do_not_fail_a_reque
         assert await script([key], []) == 2
     finally:
         await client.aclose()
+        await asyncio.to_thread(server.stop)
+
+
+async def test_a_wrong_or_missing_redis_password_stops_start_up_in_one_line(
+    settings: CoordinatorSettings, tmp_path: Path
+) -> None:
+    # GIVEN a Redis that asks for a password
+    server = EmbeddedRedis(tmp_path / "locked", password="the-right-one")
+    await asyncio.to_thread(server.start)
+    try:
+        # WHEN the coordinator comes without it, or with another one
+        for url in (f"redis://127.0.0.1:{server.port}/0",
+                    f"redis://:not-it@127.0.0.1:{server.port}/0"):  # fmt: skip
+            # THEN it stops at once, saying what to fix, without the password in the message
+            with pytest.raises(ConfigError, match="refused the coordinator's login") as refused:
+                async with asyncio.timeout(10), connected(settings, url):
+                    pass
+            assert "not-it" not in str(refused.value)
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def test_the_redis_password_can_come_from_a_file(
+    settings: CoordinatorSettings, tmp_path: Path
+) -> None:
+    # GIVEN a Redis with a password, and that password in a file (a systemd credential)
+    server = EmbeddedRedis(tmp_path / "locked", password="kept-in-a-file")
+    await asyncio.to_thread(server.start)
+    secret = tmp_path / "redis-password"
+    secret.write_text("kept-in-a-file\n")
+    try:
+        # WHEN redis_url has no password and redis_password_file names the file
+        url = f"redis://127.0.0.1:{server.port}/0"
+        with_file = settings.model_copy(update={"redis_url": url, "redis_password_file": secret})
+        # THEN the coordinator logs in with it
+        async with connected(with_file, url) as redis:
+            assert await redis.ping()
+    finally:
         await asyncio.to_thread(server.stop)

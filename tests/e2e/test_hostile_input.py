@@ -41,10 +41,12 @@ def hostile() -> Iterator[ThreadedHostileServer]:
 
 
 @pytest.fixture
-def venue(start_venue: VenueFactory) -> E2EVenue:
+def venue(start_venue: VenueFactory, tmp_path: Path) -> E2EVenue:
+    # The agent reads badge files only from its Pi's folder for them.
+    sources = {"badge_file_roots": [str(tmp_path / "pi")], "badge_http_hosts": ["127.0.0.1:*"]}
     return start_venue(
         printer_ids=(PRINTER,), extra_coordinator_config=COORDINATOR,
-        agent_settings={**E2E_AGENT_SETTINGS, **AGENT},
+        agent_settings={**E2E_AGENT_SETTINGS, **AGENT, **sources},
     )  # fmt: skip
 
 
@@ -68,7 +70,7 @@ def hostile_files(folder: Path) -> dict[str, tuple[str, str]]:
     refs = {
         "FIFO": (fifo.as_uri(), "not_a_file"),
         "directory": ((folder / "folder.pdf").as_uri(), "not_a_file"),
-        "device": ((folder / "zero.pdf").as_uri(), "not_a_file"),
+        "device": ((folder / "zero.pdf").as_uri(), "not_allowed"),  # a symlink out of the root
         "symlink loop": ((folder / "a.pdf").as_uri(), "not_a_file"),
         "missing file": ((folder / "nobody.pdf").as_uri(), "not_found"),
     }

@@ -25,6 +25,8 @@ UNITS_DIR = Path(__file__).resolve().parents[2] / "systemd"
 INSTALLED_BADGELINE = "/opt/badgeline/venv/bin/badgeline"
 INSTALLED_REDIS = "/usr/bin/redis-server"
 MAX_EXPOSURE = 2.5
+# The installer keeps root's file and module powers and the network (docs/field-install.md).
+MAX_INSTALLER_EXPOSURE = 4.0
 UNITS = ["badgeline-agent.service", "badgeline-coordinator.service", "badgeline-redis.service"]
 
 
@@ -116,6 +118,20 @@ def test_each_unit_rates_an_exposure_of_at_most_2_5(unit: str, tmp_path: Path) -
     assert match, result.stdout + result.stderr
     # THEN it is well inside "OK" (a unit with only the four basic settings rates 8.4)
     assert float(match.group(1)) <= MAX_EXPOSURE, result.stdout
+
+
+def test_the_first_boot_installer_is_sandboxed_as_far_as_installing_allows() -> None:
+    # GIVEN the installer unit, which must stay root (apt, /etc, /opt, usblp, udev, systemctl)
+    unit = UNITS_DIR.parent / "provisioning" / "badgeline-install.service"
+    # WHEN systemd rates it offline
+    result = subprocess.run(
+        [systemd_analyze(), "security", "--offline=yes", "--no-pager", str(unit)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    match = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", result.stdout)
+    assert match, result.stdout + result.stderr
+    # THEN everything it does not need is closed (with none of it, it rated 9.6 UNSAFE)
+    assert float(match.group(1)) <= MAX_INSTALLER_EXPOSURE, result.stdout
 
 
 @pytest.mark.parametrize("unit", ["badgeline-agent.service", "badgeline-coordinator.service"])

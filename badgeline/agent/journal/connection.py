@@ -31,12 +31,17 @@ from badgeline.agent.journal.errors import (
 from badgeline.agent.journal.salvage import carry_over, read_owed
 from badgeline.agent.journal.schema import apply_migrations, load_migrations
 from badgeline.agent.journal.settings import JournalSettings
+from badgeline.private_files import create_private_file, make_private, private_dir
 
 log = logging.getLogger("badgeline.agent.journal")
 
 # SQLite keeps a WAL journal and its index next to the database; a moved-aside
 # database must take them along, or a fresh file would replay a stale WAL.
 SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
+
+
+def _companions(path: Path) -> list[Path]:
+    return [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
 
 
 @dataclass(frozen=True)
@@ -48,7 +53,11 @@ class OpenedDatabase:
 
 async def open_database(settings: JournalSettings, clock: Callable[[], float]) -> OpenedDatabase:
     """Open (or create) the journal; move an unreadable file aside and start afresh."""
-    settings.path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.path.parent)
+    # Created 0600 before SQLite opens it: its WAL and SHM take the file's mode, so
+    # job payloads are never readable by other users (an older build's files are fixed).
+    create_private_file(settings.path)
+    make_private(*_companions(settings.path))
     try:
         db, version = await _open_checked(settings, clock)
         return OpenedDatabase(db, version, moved_aside=None)
@@ -63,6 +72,7 @@ async def open_database(settings: JournalSettings, clock: Callable[[], float]) -
         extra={"journal_path": str(settings.path), "moved_to": str(moved)},
     )
     owed = await asyncio.to_thread(read_owed, moved)
+    create_private_file(settings.path)
     db, version = await _open_checked(settings, clock)
     try:
         async with write_transaction(db):

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from badgeline.agent.journal.errors import JournalInUseError
+from badgeline.private_files import private_dir
 
 
 class JournalOwnership:
@@ -22,7 +23,8 @@ class JournalOwnership:
 
     def __init__(self, journal_path: Path) -> None:
         self.path = journal_path.with_name(journal_path.name + ".lock")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # The journal's folder (the agent's state_dir) holds job payloads: its own (0700).
+        private_dir(self.path.parent)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

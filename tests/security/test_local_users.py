@@ -1,0 +1,111 @@
+"""Another user on the venue server (or the Pi) gets nothing: not Redis, not the state files.
+
+The tests run as root and act as user `nobody` with `setpriv`, as a tech's login
+or a service account on the same machine would. The state lives in a folder
+everyone may traverse, made under umask 022, so that only the product's own
+modes stand between `nobody` and it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from badgeline.agent.journal import Journal, JournalSettings
+from badgeline.coordinator.redis_server import PASSWORD_FILE, EmbeddedRedis
+from badgeline.private_files import private_dir
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and setpriv to act as another user",
+)
+NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+
+
+def as_nobody(*command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*NOBODY, *command], input=stdin, capture_output=True, timeout=20)
+
+
+def nobody_can_read(path: Path) -> bool:
+    return as_nobody("cat", str(path)).returncode == 0
+
+
+def redis_answer_to_nobody(port: int, command: str) -> bytes:
+    """What the server answers `nobody` on a plain connection (bash's /dev/tcp)."""
+    script = (f"exec 3<>/dev/tcp/127.0.0.1/{port}; printf '{command}\\r\\n' >&3;"
+              " timeout 2 head -n 1 <&3")  # fmt: skip
+    return as_nobody("bash", "-c", script).stdout
+
+
+@pytest.fixture
+def shared_folder() -> Iterator[Path]:
+    """A folder every user may enter, with state made in it under a lax umask."""
+    folder = Path(tempfile.mkdtemp(prefix="badgeline-local-users-"))
+    folder.chmod(0o755)
+    old_umask = os.umask(0o022)
+    try:
+        yield folder
+    finally:
+        os.umask(old_umask)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_another_user_can_neither_use_the_embedded_redis_nor_read_its_files(
+    shared_folder: Path,
+) -> None:
+    # GIVEN the coordinator's embedded Redis, holding a venue's data
+    state = private_dir(shared_folder / "coordinator")
+    server = EmbeddedRedis(private_dir(state / "redis"), appendfsync="always")
+    await asyncio.to_thread(server.start)
+    try:
+        client = Redis.from_url(server.url)
+        await client.hset("bl:{hall}:session:abc", mapping={"token_sha256": "f" * 64})
+        await client.aclose()
+        # WHEN another local user connects to it, without the password
+        # THEN every command is refused: nothing read, nothing written
+        assert redis_answer_to_nobody(server.port, "PING").startswith(b"-NOAUTH")
+        assert redis_answer_to_nobody(server.port, "KEYS *").startswith(b"-NOAUTH")
+        hset = "HSET bl:{hall}:session:forged token_sha256 x"
+        assert redis_answer_to_nobody(server.port, hset).startswith(b"-NOAUTH")
+        # AND it cannot read the password, the server's config or the AOF
+        files = [server.data_dir / PASSWORD_FILE, server.data_dir / "redis.conf",
+                 *(server.data_dir / "appendonlydir").iterdir()]  # fmt: skip
+        assert files and not any(nobody_can_read(path) for path in files)
+        assert as_nobody("ls", str(state)).returncode != 0
+        # AND the password is on no command line (any user can read those in /proc)
+        assert server.process is not None
+        cmdline = Path(f"/proc/{server.process.pid}/cmdline").read_bytes()
+        assert server.password is not None and server.password.encode() not in cmdline
+    finally:
+        await asyncio.to_thread(server.stop)
+    # AND everything the server wrote is 0600 in 0700 directories, whatever the umask
+    for path in [state, *state.rglob("*")]:
+        mode = path.stat().st_mode & 0o777
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+
+
+async def test_another_user_cannot_read_the_agents_journal(shared_folder: Path) -> None:
+    # GIVEN an agent's journal with a job's payload in it, in its state directory
+    journal_path = shared_folder / "agent" / "journal.sqlite3"
+    journal = await Journal.open(JournalSettings(path=journal_path))
+    try:
+        await journal.record_lease("job-1", "lease-1", {"badge_pdf_ref": "file:///badges/a.pdf",
+                                                         "attendee_id": "att-secret"})
+        # THEN another user can read none of its files, nor list the folder
+        files = list(journal_path.parent.iterdir())
+        assert journal_path in files and len(files) >= 2  # the database, its WAL, its lock…
+        assert not any(nobody_can_read(path) for path in files)
+        assert as_nobody("ls", str(journal_path.parent)).returncode != 0
+        for path in files:
+            assert path.stat().st_mode & 0o777 == 0o600, path
+        assert journal_path.parent.stat().st_mode & 0o777 == 0o700
+    finally:
+        await journal.close()
