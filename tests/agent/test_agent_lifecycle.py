@@ -75,6 +75,7 @@ async def test_the_agent_command_prints_until_sigterm_and_logs_json_lines(
         f'printer_id = "printer-a"\ncoordinator_url = "{coordinator.url}"\n'
         f'token = "{agent_token("printer-a")}"\nstate_dir = "{tmp_path / "state"}"\n'
         f"heartbeat_interval_s = 0.2\nlease_wait_s = 1\nstatus_port = 0\nmdns = false\n"
+        f'badge_file_roots = ["{tmp_path}"]\n'
         f'[printer]\nkind = "emulator"\nhost = "127.0.0.1"\nport = {emulator.port}\n'
     )
     process = await asyncio.create_subprocess_exec(

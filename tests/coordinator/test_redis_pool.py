@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from redis.asyncio import Redis
@@ -98,7 +99,8 @@ async def test_a_send_the_server_does_not_read_times_out_and_drops_the_connectio
 ) -> None:
     # GIVEN a relay to the real Redis that stops reading from the client on demand,
     # and a command far larger than the socket buffers
-    host, port = str(settings.redis_url).removeprefix("redis://").split("/")[0].split(":")
+    target = urlsplit(str(settings.redis_url))
+    host, port, password = target.hostname, target.port, target.password
     stalled = asyncio.Event()
     writers: list[asyncio.StreamWriter] = []
 
@@ -107,14 +109,15 @@ async def test_a_send_the_server_does_not_read_times_out_and_drops_the_connectio
             sink.write(chunk)
 
     async def relay(client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
-        server_in, server_out = await asyncio.open_connection(host, int(port))
+        server_in, server_out = await asyncio.open_connection(host, port)
         writers.extend([client_out, server_out])
         await asyncio.gather(pump(client_in, server_out, True), pump(server_in, client_out, False))
 
     relay_server = await asyncio.start_server(relay, "127.0.0.1", 0)
     relay_port = relay_server.sockets[0].getsockname()[1]
     pool = WaitingConnectionPool.from_url(
-        f"redis://127.0.0.1:{relay_port}?socket_timeout=0.3", max_connections=1, timeout=5
+        f"redis://:{password}@127.0.0.1:{relay_port}?socket_timeout=0.3", max_connections=1,
+        timeout=5,
     )
     try:
         connection = await pool.get_connection()

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
 
 import pytest
 from redis.asyncio import Redis
@@ -149,8 +150,10 @@ class ReplyRelay:
     keeps the connection open (a stopped server, a network gone without a FIN)."""
 
     def __init__(self, redis_url: str) -> None:
-        self.host, port = redis_url.removeprefix("redis://").split("/")[0].split(":")
-        self.redis_port = int(port)
+        parts = urlsplit(redis_url)
+        assert parts.hostname is not None and parts.port is not None
+        self.host, self.redis_port = parts.hostname, parts.port
+        self.password = parts.password  # the relay's clients log in through it
         self.hang_up = asyncio.Event()
         self.go_silent = asyncio.Event()
         self._writers: list[asyncio.StreamWriter] = []
@@ -158,7 +161,8 @@ class ReplyRelay:
 
     async def __aenter__(self) -> str:
         self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
-        return f"redis://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/0"
+        login = f":{self.password}@" if self.password else ""
+        return f"redis://{login}127.0.0.1:{self._server.sockets[0].getsockname()[1]}/0"
 
     async def __aexit__(self, *exc: object) -> None:
         for writer in self._writers:
