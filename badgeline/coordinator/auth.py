@@ -30,6 +30,7 @@ class Identity:
     name: str
     role: Role
     printer_id: str | None = None
+    group: str | None = None  # a kiosk's group (visibility.py)
 
     @property
     def actor(self) -> str:
@@ -72,7 +73,7 @@ class TokenAuthority:
         match = self._by_digest.get(presented)
         if match is None or not hmac.compare_digest(bytes.fromhex(match.sha256), presented):
             return None
-        return Identity(match.name, match.role, match.printer_id)
+        return Identity(match.name, match.role, match.printer_id, match.group)
 
 
 def require_role(identity: Identity, *roles: Role) -> None:
