@@ -45,6 +45,7 @@ from badgeline.coordinator.http import (
     CORRELATION_HEADER,
     Handler,
     correlation_id,
+    refuse_declared_oversize,
 )
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
@@ -184,6 +185,7 @@ async def asset(request: web.Request) -> web.Response:
 @routes.post("/dashboard/login")
 async def login(request: web.Request) -> web.Response:
     coordinator = coordinator_of(request)
+    refuse_declared_oversize(request, request.client_max_size, "the sign-in form")
     token = (await request.post()).get("token")
     if not isinstance(token, str) or not token.strip():
         return _page("login.html", 401, "Paste the operator token to sign in.")

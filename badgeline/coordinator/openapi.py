@@ -165,8 +165,10 @@ def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
     json_body = isinstance(op.request, type)  # a model: the body is JSON
     if json_body:
         errors[400] = _ERROR  # malformed_json
+        errors[415] = _ERROR  # unsupported_media_type: a body not sent as application/json
     if op.request is not None:
-        errors |= {408: _ERROR, 413: _ERROR}  # request_timeout, body_too_large
+        # request_timeout; body_too_large (refused on its Content-Length, before reading)
+        errors |= {408: _ERROR, 413: _ERROR}
     if json_body or any(param["in"] == "query" for param in params):
         errors[422] = _ERROR  # validation_failed
     if op.key not in STORELESS_ROUTES:
