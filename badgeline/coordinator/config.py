@@ -136,6 +136,11 @@ class CoordinatorSettings(BaseModel):
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     enrolment_code_ttl_s: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
+    # Where secrets are guessed (POST /v1/enrol, the dashboard sign-in): attempts per
+    # client address, shared by every replica (attempts.py). A success gives its
+    # attempt back, so only refused guesses use up the allowance.
+    credential_attempts_per_min: float = Field(default=6.0, gt=0, le=100_000)
+    credential_attempts_burst: int = Field(default=10, ge=1, le=100_000)
 
     @field_validator("tls_cert_file", "tls_key_file")
     @classmethod

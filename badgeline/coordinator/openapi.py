@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from badgeline import __version__
+from badgeline.coordinator.attempts import GUESSED_ROUTES
 from badgeline.coordinator.openapi_links import links_for
 from badgeline.coordinator.openapi_operations import BY_KEY, JSON_OBJECT, Body, Operation
 from badgeline.coordinator.ratelimit import KIOSK_ROUTES, LEASE_ROUTE
@@ -30,8 +31,9 @@ _PARAM_SCHEMAS = {
     "name": {"type": "string"},
 }
 _ERROR = m.ErrorBody
-# The routes a limit applies to (ratelimit.py): agents and operators are not rate limited.
-RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE}
+# The routes a limit applies to (ratelimit.py; attempts.py, where secrets are guessed):
+# agents and operators are not rate limited.
+RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE} | set(GUESSED_ROUTES)
 # The only routes answered without Redis; every other one may be 503 store_unavailable.
 STORELESS_ROUTES = {("get", "/v1/openapi.json"), ("get", "/dashboard/static/{name}")}
 
