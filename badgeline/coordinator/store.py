@@ -150,8 +150,7 @@ class JobStore:
         spill_to: list[str] | str = "*",
         owner: JobOwner | None = None,
     ) -> AcceptOutcome:
-        """Dedupe, route (a pool or `auto` job), check backpressure and enqueue, atomically;
-        a new job records `owner` as its submitter (None: no kiosk)."""
+        """Dedupe, route, check backpressure and enqueue, atomically; `owner` submits it."""
         k, owner = self.keys, owner or JobOwner()
         job_id = new_job_id()
         reply = await self._run(
@@ -187,6 +186,10 @@ class JobStore:
     # ------------------------------------------------------------------ read
 
     async def get_job(self, job_id: str) -> JobView | None:
+        return found[0] if (found := await self.get_owned_job(job_id)) else None
+
+    async def get_owned_job(self, job_id: str) -> tuple[JobView, JobOwner] | None:
+        """The job and who submitted it (visibility.py), in one round trip."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(self.keys.job(job_id))
             pipe.lrange(self.keys.history(job_id), 0, -1)
@@ -194,7 +197,7 @@ class JobStore:
             fields, history, prints = await pipe.execute()
         if not fields:
             return None
-        return job_view(fields, history, prints)
+        return job_view(fields, history, prints), JobOwner.from_hash(fields)
 
     async def jobs_for_attendee(self, attendee_id: str) -> list[JobView]:
         members = await self.redis.smembers(self.keys.attendee(attendee_id))

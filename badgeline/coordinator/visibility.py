@@ -52,6 +52,12 @@ class JobOwner:
             return cls(text.removeprefix(_KIOSK_SOURCE) if text.startswith(_KIOSK_SOURCE) else "")
         return cls(_text(kiosk), _text(group))
 
+    @classmethod
+    def from_hash(cls, fields: dict[Any, Any]) -> JobOwner:
+        """From a job hash as HGETALL reads it."""
+        text = {_text(key): value for key, value in fields.items()}
+        return cls.from_fields(*(text.get(name) for name in OWNER_FIELDS))
+
 
 class IdempotencyConflict(BadgelineError):
     """The key names a job with another payload (store.accept); `owner` is that job's, so
@@ -103,11 +109,11 @@ async def check_visible(store: JobStore, identity: Identity, job_id: str) -> Non
 
 
 async def visible_job(store: JobStore, identity: Identity, job_id: str) -> JobView:
-    await check_visible(store, identity, job_id)
-    view = await store.get_job(job_id)
-    if view is None:
+    """The job, or the unknown-job 404 when there is none or the caller may not see it."""
+    found = await store.get_owned_job(job_id)
+    if found is None or not may_see(identity, found[1]):
         raise no_such_job(job_id)
-    return view
+    return found[0]
 
 
 async def visible_jobs(store: JobStore, identity: Identity, views: list[JobView]) -> list[JobView]:
