@@ -16,6 +16,8 @@ from badgeline.coordinator.config import CoordinatorSettings, TokenEntry
 from badgeline.coordinator.redis_server import EmbeddedRedis
 
 KIOSK_TOKEN = "kiosk-token-for-tests"
+# Another kiosk (no group shared with kiosk-1): it must not see kiosk-1's jobs.
+OTHER_KIOSK_TOKEN = "other-kiosk-token-for-tests"
 OPERATOR_TOKEN = "operator-token-for-tests"
 TEST_PRINTERS = ("printer-a", "printer-b", "printer-c")
 # More agents with tokens, for the few tests that run a printer per speed or model.
@@ -33,6 +35,7 @@ def auth(token: str) -> dict[str, str]:
 def test_tokens() -> list[TokenEntry]:
     entries = [
         TokenEntry(name="kiosk-1", role="kiosk", sha256=token_digest(KIOSK_TOKEN)),
+        TokenEntry(name="kiosk-2", role="kiosk", sha256=token_digest(OTHER_KIOSK_TOKEN)),
         TokenEntry(name="ops", role="operator", sha256=token_digest(OPERATOR_TOKEN)),
     ]
     entries += [

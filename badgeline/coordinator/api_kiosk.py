@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
+from badgeline.coordinator.auth import Identity
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import authenticate
 from badgeline.coordinator.events import job_event, log_event
@@ -17,6 +18,15 @@ from badgeline.coordinator.http import (
     json_response,
     query_model,
     read_model,
+)
+from badgeline.coordinator.visibility import (
+    IdempotencyConflict,
+    JobOwner,
+    check_visible,
+    idempotency_key_taken,
+    may_see,
+    visible_job,
+    visible_jobs,
 )
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import ATTENDEE_ID_PATTERN
@@ -51,10 +61,18 @@ async def submit_job(request: web.Request) -> web.Response:
     job = await read_model(request, PrintJob)
     route = coordinator.router.route(job.printer_target)
     cid = correlation_id(request)
-    outcome = await coordinator.store.accept(
-        job, route=route, correlation_id=cid, actor=identity.actor,
-        spill_to=spill_peers(coordinator.settings, route.printer_id),
-    )  # fmt: skip
+    try:
+        outcome = await coordinator.store.accept(
+            job, route=route, correlation_id=cid, actor=identity.actor,
+            spill_to=spill_peers(coordinator.settings, route.printer_id),
+            owner=JobOwner.of(identity),
+        )  # fmt: skip
+    except IdempotencyConflict as conflict:
+        if not may_see(identity, conflict.owner):
+            raise _key_taken(job.idempotency_key, identity, cid) from None
+        raise
+    if outcome.duplicate and not may_see(identity, outcome.owner):
+        raise _key_taken(job.idempotency_key, identity, cid)
     printer_id = outcome.printer_id
     trace: dict[str, Any] = {
         "job_id": outcome.job_id, "printer_id": outcome.printer_id,
@@ -81,28 +99,32 @@ async def submit_job(request: web.Request) -> web.Response:
     return json_response(body, status=200 if outcome.duplicate else 201)
 
 
+def _key_taken(idempotency_key: str, identity: Identity, cid: str) -> BadgelineError:
+    # The other kiosk's job id stays out of the log line too: it goes to the same desk.
+    log_event("idempotency_key_taken", logging.WARNING, idempotency_key=idempotency_key,
+              actor=identity.actor, correlation_id=cid)  # fmt: skip
+    return idempotency_key_taken(idempotency_key)
+
+
 @routes.get("/v1/jobs/{job_id}")
 async def get_job(request: web.Request) -> web.Response:
-    coordinator, _ = authenticate(request, "kiosk", "operator")
-    job_id = job_id_param(request)
-    view = await coordinator.store.get_job(job_id)
-    if view is None:
-        raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
-    return json_response(view)
+    coordinator, identity = authenticate(request, "kiosk", "operator")
+    return json_response(await visible_job(coordinator.store, identity, job_id_param(request)))
 
 
 @routes.get("/v1/jobs")
 async def list_jobs(request: web.Request) -> web.Response:
-    coordinator, _ = authenticate(request, "kiosk", "operator")
+    coordinator, identity = authenticate(request, "kiosk", "operator")
     query = query_model(request, AttendeeQuery)
     jobs = await coordinator.store.jobs_for_attendee(query.attendee_id)
-    return json_response(JobList(jobs=jobs))
+    return json_response(JobList(jobs=await visible_jobs(coordinator.store, identity, jobs)))
 
 
 @routes.post("/v1/jobs/{job_id}/cancel")
 async def cancel_job(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "kiosk", "operator")
     job_id = job_id_param(request)
+    await check_visible(coordinator.store, identity, job_id)
     state = await coordinator.store.cancel(job_id, identity.actor, "canceled by " + identity.actor)
     view = await coordinator.store.get_job(job_id)
     if view is not None:

@@ -14,6 +14,7 @@ from badgeline.coordinator import (
     api_printers,
     api_reports,
     artifacts,
+    attempts,
     dashboard,
     enrolment,
     metrics,
@@ -84,6 +85,7 @@ def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Applica
     dashboard.setup(app)
     enrolment.install(app)  # after the dashboard's session middleware: a cookie wins
     ratelimit.install(app)  # after enrolment's: limits need the caller
+    attempts.install(app)  # the routes where secrets are guessed, per client address
     app.on_shutdown.append(_end_long_polls)
     app.cleanup_ctx.append(_background)
     return app

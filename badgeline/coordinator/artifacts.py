@@ -18,7 +18,7 @@ from aiohttp import web
 from badgeline.coordinator.badge_checks import BadgeChecker, BadgeRejected, CheckerUnavailable
 from badgeline.coordinator.context import authenticate
 from badgeline.coordinator.events import log_event
-from badgeline.coordinator.http import json_response
+from badgeline.coordinator.http import json_response, refuse_declared_oversize
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
 routes = web.RouteTableDef()
@@ -38,6 +38,7 @@ def _sha256_of(request: web.Request) -> str:
 
 
 async def _read_limited(request: web.Request, limit: int) -> bytes:
+    refuse_declared_oversize(request, limit, "a badge PDF (artifact_max_bytes)")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.content.iter_chunked(64 * 1024):

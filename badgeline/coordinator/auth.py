@@ -30,6 +30,7 @@ class Identity:
     name: str
     role: Role
     printer_id: str | None = None
+    group: str | None = None  # a kiosk's group (visibility.py)
 
     @property
     def actor(self) -> str:
@@ -38,6 +39,18 @@ class Identity:
 
 def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+# Keeps a session proof from being any other HMAC made with a token's digest.
+_SESSION_PROOF_CONTEXT = b"badgeline dashboard session\x00"
+
+
+def session_proof(token_sha256: bytes, session_id: str) -> str:
+    """What a dashboard session's record holds (sessions.py): an HMAC of its cookie
+    keyed by the configured digest of the token that signed in. Only the config
+    holds that key, so a record made from anything Redis holds does not verify."""
+    message = _SESSION_PROOF_CONTEXT + session_id.encode("utf-8")
+    return hmac.new(token_sha256, message, hashlib.sha256).hexdigest()
 
 
 def bearer_digest(authorization: str | None) -> bytes | None:
@@ -54,6 +67,10 @@ def bearer_digest(authorization: str | None) -> bytes | None:
 class TokenAuthority:
     def __init__(self, entries: list[TokenEntry]) -> None:
         self._by_digest = {bytes.fromhex(e.sha256): e for e in entries}
+        self._operators = [
+            (bytes.fromhex(e.sha256), Identity(e.name, e.role)) for e in entries
+            if e.role == "operator"
+        ]  # fmt: skip
 
     def identify(self, authorization: str | None) -> Identity:
         presented = bearer_digest(authorization)
@@ -67,12 +84,19 @@ class TokenAuthority:
         return identity
 
     def identify_digest(self, presented: bytes) -> Identity | None:
-        """The identity whose token hashes to `presented`. A dashboard session keeps
-        only this digest, so a token rotated out of the config ends its sessions."""
+        """The identity whose token hashes to `presented`."""
         match = self._by_digest.get(presented)
         if match is None or not hmac.compare_digest(bytes.fromhex(match.sha256), presented):
             return None
-        return Identity(match.name, match.role, match.printer_id)
+        return Identity(match.name, match.role, match.printer_id, match.group)
+
+    def operator_of_session(self, session_id: str, proof: str) -> Identity | None:
+        """The configured operator whose token made this session's proof, if one did."""
+        presented = proof.encode("utf-8", "surrogateescape")
+        for digest, identity in self._operators:
+            if hmac.compare_digest(session_proof(digest, session_id).encode(), presented):
+                return identity
+        return None
 
 
 def require_role(identity: Identity, *roles: Role) -> None:

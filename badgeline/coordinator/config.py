@@ -40,6 +40,11 @@ class TokenEntry(BaseModel):
     daily_quota: int | None = Field(
         default=None, ge=1, le=10_000_000, description="a kiosk's own kiosk_daily_quota"
     )
+    # Kiosks of one group (the desks of one hall) see and cancel each other's jobs;
+    # without one a kiosk sees only the jobs submitted with its own token name.
+    group: str | None = Field(
+        default=None, pattern=POOL_NAME_PATTERN, description="kiosks sharing their jobs"
+    )
 
     @model_validator(mode="after")
     def agent_tokens_name_their_printer(self) -> TokenEntry:
@@ -49,6 +54,8 @@ class TokenEntry(BaseModel):
             raise ValueError(f"only agent tokens take printer_id ({self.name!r})")
         if self.role != "kiosk" and self.daily_quota is not None:
             raise ValueError(f"only kiosk tokens take daily_quota ({self.name!r})")
+        if self.role != "kiosk" and self.group is not None:
+            raise ValueError(f"only kiosk tokens take group ({self.name!r})")
         return self
 
 
@@ -137,6 +144,11 @@ class CoordinatorSettings(BaseModel):
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     enrolment_code_ttl_s: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
+    # Where secrets are guessed (POST /v1/enrol, the dashboard sign-in): attempts per
+    # client address, shared by every replica (attempts.py). A success gives its
+    # attempt back, so only refused guesses use up the allowance.
+    credential_attempts_per_min: float = Field(default=6.0, gt=0, le=100_000)
+    credential_attempts_burst: int = Field(default=10, ge=1, le=100_000)
 
     @field_validator("tls_cert_file", "tls_key_file")
     @classmethod
@@ -231,6 +243,22 @@ class CoordinatorSettings(BaseModel):
                     "give each its own token (`badgeline hash-token`)"
                 )
             seen[entry.sha256] = entry.name
+        return self
+
+    @model_validator(mode="after")
+    def one_kiosk_name_one_group(self) -> CoordinatorSettings:
+        # A kiosk is its token name (its jobs, limits and quota): two tokens of one
+        # name in two groups would make the group of a job depend on the token used.
+        groups: dict[str, str | None] = {}
+        for entry in self.tokens:
+            if entry.role != "kiosk":
+                continue
+            if entry.name in groups and groups[entry.name] != entry.group:
+                raise ValueError(
+                    f"kiosk tokens named {entry.name!r} are in different groups "
+                    f"({groups[entry.name]!r}, {entry.group!r}): give them one group"
+                )
+            groups[entry.name] = entry.group
         return self
 
     @model_validator(mode="after")

@@ -1,16 +1,8 @@
 """The operator dashboard at `GET /`: sign-in, a live SSE snapshot, static assets.
 
-Sign-in trades the operator token for a session: a random id in an HttpOnly,
-SameSite=Strict cookie, and a hash in Redis (keyed by the SHA-256 of the id)
-that holds the *digest* of the token, never the token. Each request re-checks
-that digest against the configured tokens, so rotating a leaked token out of
-the config ends its sessions at the next restart.
-
-A cookie is an ambient credential, so a state-changing request authenticated
-by it must also carry `X-CSRF-Token` equal to the session's CSRF token, which
-only same-origin script can read (from `GET /dashboard/session`). Requests
-with an `Authorization` header never look at the cookie: kiosks, agents and
-the CLI work exactly as before.
+Sign-in trades the operator token for a session (sessions.py): a random secret in
+an HttpOnly, SameSite=Strict cookie, which Redis holds only hashed, so that
+nothing read from Redis can be used or turned into a session.
 
 The page's actions call the ordinary JSON API; the stream reuses the operator
 routes' handlers, so the page shows the same JSON the CLI does.
@@ -20,20 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import html
 import json
-import re
-import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
-from badgeline.coordinator.auth import Identity, token_digest
 from badgeline.coordinator.context import (
     SESSION_IDENTITY,
     Coordinator,
@@ -43,18 +29,23 @@ from badgeline.coordinator.context import (
 from badgeline.coordinator.http import (
     AUTH_CHALLENGE,
     CORRELATION_HEADER,
-    Handler,
     correlation_id,
+    refuse_declared_oversize,
+)
+from badgeline.coordinator.sessions import (
+    CSRF_HEADER,
+    SESSION_COOKIE,
+    SESSION_TTL_S,
+    create_session,
+    end_session,
+    load_session,
+    session_middleware,
 )
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
 routes = web.RouteTableDef()
 
 STATIC_DIR = Path(__file__).parent / "static"
-SESSION_COOKIE = "badgeline_session"
-CSRF_HEADER = "X-CSRF-Token"
-# One event day; an operator signs in again the next morning.
-SESSION_TTL_S = 12 * 3600
 # A push every second keeps heartbeat ages honest; a queue wake-up pushes sooner.
 STREAM_INTERVAL_S = 1.0
 STREAM_MIN_GAP_S = 0.2
@@ -63,11 +54,6 @@ STREAM_MIN_GAP_S = 0.2
 SLOW_SECTIONS_EVERY_S = 5.0
 SLOW_SECTIONS = {"reconcile": "/v1/reconcile", "stats": "/v1/stats", "alerts": "/v1/alerts"}
 LIST_LIMIT = 100
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# Sign-in has no session yet to take a CSRF token from, and grants nothing an
-# attacker lacks: logging a victim in needs a valid operator token already.
-CSRF_EXEMPT = frozenset({"/dashboard/login"})
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{43}$")
 ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
 PAGE_HEADERS = {
     # Inline script and framing are refused: an injected string cannot run and
@@ -83,71 +69,8 @@ PAGE_HEADERS = {
 STREAMS_CLOSING = web.AppKey("dashboard_streams_closing", asyncio.Event)
 
 
-@dataclass(frozen=True)
-class Session:
-    identity: Identity
-    csrf_token: str
-    expires_in_s: int
-
-
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _session_key(coordinator: Coordinator, session_id: str) -> str:
-    # Redis holds the hash of the cookie: a dump of Redis cannot be replayed as a cookie.
-    return coordinator.store.keys.session(hashlib.sha256(session_id.encode()).hexdigest())
-
-
-async def create_session(coordinator: Coordinator, identity: Identity, token: str) -> str:
-    session_id = secrets.token_urlsafe(32)
-    key = _session_key(coordinator, session_id)
-    async with coordinator.store.redis.pipeline(transaction=True) as pipe:
-        pipe.hset(key, mapping={
-            "name": identity.name, "token_sha256": token_digest(token),
-            "csrf": secrets.token_urlsafe(32), "created_at": int(time.time()),
-        })  # fmt: skip
-        pipe.expire(key, SESSION_TTL_S)
-        await pipe.execute()
-    return session_id
-
-
-async def load_session(coordinator: Coordinator, session_id: str) -> Session | None:
-    if not _SESSION_ID.match(session_id):
-        return None
-    key = _session_key(coordinator, session_id)
-    raw = {_text(k): _text(v) for k, v in (await coordinator.store.redis.hgetall(key)).items()}
-    if "token_sha256" not in raw:
-        return None
-    identity = coordinator.auth.identify_digest(bytes.fromhex(raw["token_sha256"]))
-    if identity is None or identity.role != "operator":
-        await coordinator.store.redis.delete(key)  # the token was rotated out
-        return None
-    ttl = int(await coordinator.store.redis.ttl(key))
-    return Session(identity, raw["csrf"], max(ttl, 0))
-
-
-def _check_csrf(request: web.Request, session: Session) -> None:
-    presented = request.headers.get(CSRF_HEADER, "").encode("utf-8", "surrogateescape")
-    if not hmac.compare_digest(presented, session.csrf_token.encode()):
-        raise BadgelineError(
-            ErrorCode.FORBIDDEN,
-            f"a request signed in by cookie must send the {CSRF_HEADER} header "
-            "from GET /dashboard/session",
-        )
-
-
-@web.middleware
-async def session_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Turn a valid session cookie into the operator identity `authenticate` uses."""
-    session_id = request.cookies.get(SESSION_COOKIE)
-    if session_id and "Authorization" not in request.headers:
-        session = await load_session(coordinator_of(request), session_id)
-        if session is not None:
-            if request.method not in SAFE_METHODS and request.path not in CSRF_EXEMPT:
-                _check_csrf(request, session)
-            request[SESSION_IDENTITY] = session.identity
-    return await handler(request)
 
 
 # ---- pages and assets
@@ -184,6 +107,7 @@ async def asset(request: web.Request) -> web.Response:
 @routes.post("/dashboard/login")
 async def login(request: web.Request) -> web.Response:
     coordinator = coordinator_of(request)
+    refuse_declared_oversize(request, request.client_max_size, "the sign-in form")
     token = (await request.post()).get("token")
     if not isinstance(token, str) or not token.strip():
         return _page("login.html", 401, "Paste the operator token to sign in.")
@@ -196,8 +120,8 @@ async def login(request: web.Request) -> web.Response:
                      "the dashboard needs an operator token.")  # fmt: skip
     old = request.cookies.get(SESSION_COOKIE)
     if old:  # a fresh id at every sign-in: a planted cookie cannot be promoted
-        await coordinator.store.redis.delete(_session_key(coordinator, old))
-    session_id = await create_session(coordinator, identity, token.strip())
+        await end_session(coordinator, old)
+    session_id = await create_session(coordinator, token.strip())
     response = web.Response(status=303, headers={"Location": "/", "Cache-Control": "no-store"})
     response.set_cookie(SESSION_COOKIE, session_id, max_age=SESSION_TTL_S, path="/",
                         httponly=True, samesite="Strict", secure=request.secure)  # fmt: skip
@@ -209,8 +133,7 @@ async def logout(request: web.Request) -> web.Response:
     # The middleware already refused a cookie without the CSRF header.
     session_id = request.cookies.get(SESSION_COOKIE)
     if session_id and SESSION_IDENTITY in request:
-        coordinator = coordinator_of(request)
-        await coordinator.store.redis.delete(_session_key(coordinator, session_id))
+        await end_session(coordinator_of(request), session_id)
     response = web.json_response({"signed_out": True}, headers={"Cache-Control": "no-store"})
     response.del_cookie(SESSION_COOKIE, path="/")
     return response

@@ -190,6 +190,11 @@ class VenueKeys:
         """Hash {day, used}: jobs a kiosk token had accepted on that UTC day (Redis clock)."""
         return f"{self.prefix}ratelimit:{kiosk_name}:quota"
 
+    def attempt_bucket(self, route: str, client: str) -> str:
+        """Hash {tokens, at_ms}: a client address's attempts at a secret on one route
+        (`enrol`, `login`; attempts.py, rate_limit-2.lua)."""
+        return f"{self.prefix}attempts:{route}:{client}"
+
     def enrolment_code(self, code_sha256: str) -> str:
         """A single-use enrolment code, keyed by its SHA-256, never the code."""
         return f"{self.prefix}enrolment_code:{code_sha256}"

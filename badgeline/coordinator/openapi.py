@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from badgeline import __version__
+from badgeline.coordinator.attempts import GUESSED_ROUTES
 from badgeline.coordinator.openapi_links import links_for
 from badgeline.coordinator.openapi_operations import BY_KEY, JSON_OBJECT, Body, Operation
 from badgeline.coordinator.ratelimit import KIOSK_ROUTES, LEASE_ROUTE
@@ -30,8 +31,9 @@ _PARAM_SCHEMAS = {
     "name": {"type": "string"},
 }
 _ERROR = m.ErrorBody
-# The routes a limit applies to (ratelimit.py): agents and operators are not rate limited.
-RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE}
+# The routes a limit applies to (ratelimit.py; attempts.py, where secrets are guessed):
+# agents and operators are not rate limited.
+RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE} | set(GUESSED_ROUTES)
 # The only routes answered without Redis; every other one may be 503 store_unavailable.
 STORELESS_ROUTES = {("get", "/v1/openapi.json"), ("get", "/dashboard/static/{name}")}
 
@@ -165,8 +167,10 @@ def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
     json_body = isinstance(op.request, type)  # a model: the body is JSON
     if json_body:
         errors[400] = _ERROR  # malformed_json
+        errors[415] = _ERROR  # unsupported_media_type: a body not sent as application/json
     if op.request is not None:
-        errors |= {408: _ERROR, 413: _ERROR}  # request_timeout, body_too_large
+        # request_timeout; body_too_large (refused on its Content-Length, before reading)
+        errors |= {408: _ERROR, 413: _ERROR}
     if json_body or any(param["in"] == "query" for param in params):
         errors[422] = _ERROR  # validation_failed
     if op.key not in STORELESS_ROUTES:

@@ -18,6 +18,7 @@ from badgeline.coordinator.context import Coordinator, authenticate
 from badgeline.coordinator.events import job_event
 from badgeline.coordinator.http import correlation_id, job_id_param, json_response, read_model
 from badgeline.coordinator.store import AcceptOutcome
+from badgeline.coordinator.visibility import owner_of
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import IDEMPOTENCY_KEY_PATTERN, PRINTER_TARGET_PATTERN
 from badgeline.protocol.models import JobView, PrintJob
@@ -125,10 +126,14 @@ async def reprint(request: web.Request) -> web.Response:
         idempotency_key=f"reprint:{original_id}:{n}",
     )  # fmt: skip
     route = coordinator.router.route(job.printer_target)
+    # The reprint belongs to the kiosk (and group) of the original: the desk that
+    # printed the badge sees its replacement in the attendee's jobs.
+    owner = await owner_of(store, original_id)
     try:
         outcome = await store.accept(
             job, route=route, correlation_id=cid, actor=identity.actor,
             reprint_of=original_id, spill_to=spill_peers(coordinator.settings, route.printer_id),
+            owner=owner,
         )  # fmt: skip
     except BadgelineError as error:
         if error.code is not ErrorCode.IDEMPOTENCY_CONFLICT or body.request_id is None:

@@ -19,6 +19,7 @@ from badgeline.coordinator.keys import VenueKeys
 from badgeline.coordinator.redis_client import RedisClient
 from badgeline.coordinator.routing import Route, no_printer_available
 from badgeline.coordinator.script_loader import LoadedScript, load_scripts
+from badgeline.coordinator.visibility import IdempotencyConflict, JobOwner
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.failures import is_permanent
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, JobView, PrintJob
@@ -55,6 +56,7 @@ class AcceptOutcome:
     position: int
     duplicate: bool
     shed: bool
+    owner: JobOwner  # who submitted the job (for a duplicate: the first submission)
 
 
 @dataclass(frozen=True)
@@ -146,9 +148,10 @@ class JobStore:
         actor: str,
         reprint_of: str | None = None,
         spill_to: list[str] | str = "*",
+        owner: JobOwner | None = None,
     ) -> AcceptOutcome:
-        """Dedupe, route (a pool or `auto` job), check backpressure and enqueue, atomically."""
-        k = self.keys
+        """Dedupe, route, check backpressure and enqueue, atomically; `owner` submits it."""
+        k, owner = self.keys, owner or JobOwner()
         job_id = new_job_id()
         reply = await self._run(
             "accept",
@@ -162,31 +165,31 @@ class JobStore:
                 job.printer_target, route.printer_id, job.idempotency_key, correlation_id, actor,
                 reprint_of or "", k.wake_channel,
                 spill_to if isinstance(spill_to, str) else json.dumps(spill_to),
-                *route.script_args(),
+                *route.script_args(), owner.kiosk, owner.group,
             ],
         )  # fmt: skip
         code, found_id = int(reply[0]), _text(reply[1])
+        found_owner = JobOwner.from_fields(*reply[5:8]) if code in (2, -1) else owner
         if code == -1:
-            raise BadgelineError(
-                ErrorCode.IDEMPOTENCY_CONFLICT,
+            raise IdempotencyConflict(
                 f"idempotency_key {job.idempotency_key!r} already names job {found_id} "
                 "with a different payload; use a new key for a different badge",
-                extra={"job_id": found_id},
-            )
+                found_id, found_owner,
+            )  # fmt: skip
         if code == -3:
             raise no_printer_available(route)
         return AcceptOutcome(
-            job_id=found_id,
-            state=JobState(_text(reply[2])),
-            printer_id=_text(reply[3]),
-            position=int(reply[4]),
-            duplicate=code == 2,
-            shed=code == 3,
-        )
+            job_id=found_id, state=JobState(_text(reply[2])), printer_id=_text(reply[3]),
+            position=int(reply[4]), duplicate=code == 2, shed=code == 3, owner=found_owner,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ read
 
     async def get_job(self, job_id: str) -> JobView | None:
+        return found[0] if (found := await self.get_owned_job(job_id)) else None
+
+    async def get_owned_job(self, job_id: str) -> tuple[JobView, JobOwner] | None:
+        """The job and who submitted it (visibility.py), in one round trip."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(self.keys.job(job_id))
             pipe.lrange(self.keys.history(job_id), 0, -1)
@@ -194,7 +197,7 @@ class JobStore:
             fields, history, prints = await pipe.execute()
         if not fields:
             return None
-        return job_view(fields, history, prints)
+        return job_view(fields, history, prints), JobOwner.from_hash(fields)
 
     async def jobs_for_attendee(self, attendee_id: str) -> list[JobView]:
         members = await self.redis.smembers(self.keys.attendee(attendee_id))

@@ -122,6 +122,12 @@ def assert_error_shape(body: Any, code: str) -> None:
         assert set(field) == {"loc", "msg"} and isinstance(field["loc"], list), field
 
 
+def without_attempts(snapshot: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot less the attempt counters of the routes where secrets are guessed
+    (attempts.py), which every call to them spends, refused or not."""
+    return {key: value for key, value in snapshot.items() if ":attempts:" not in key}
+
+
 async def venue_snapshot(redis: Redis, venue: str) -> dict[str, Any]:
     """Every key of a venue with its type and content: equal snapshots = nothing written."""
     snapshot: dict[str, Any] = {}

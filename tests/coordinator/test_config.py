@@ -45,6 +45,17 @@ SAME_HASH_TWICE = "".join(
     f'[[tokens]]\nname = "{role}"\nrole = "{role}"\nsha256 = "{"ab" * 32}"\n'
     for role in ("kiosk", "operator")
 )
+# Two tokens of one kiosk name (a spare tablet) put in two groups.
+ONE_KIOSK_TWO_GROUPS = "".join(
+    f'[[tokens]]\nname = "desk-1"\nrole = "kiosk"\nsha256 = "{digit * 64}"\ngroup = "{group}"\n'
+    for digit, group in (("1", "hall-a"), ("2", "hall-b"))
+)
+OPERATOR_IN_A_GROUP = (
+    f'[[tokens]]\nname = "ops"\nrole = "operator"\nsha256 = "{"3" * 64}"\ngroup = "hall-a"\n'
+)
+KIOSK_GROUP_NOT_A_NAME = (
+    f'[[tokens]]\nname = "desk-1"\nrole = "kiosk"\nsha256 = "{"4" * 64}"\ngroup = "Hall A"\n'
+)
 
 
 @pytest.mark.parametrize(
@@ -61,6 +72,10 @@ SAME_HASH_TWICE = "".join(
         # a kiosk entry copied for an operator without a new hash
         (SAME_HASH_TWICE, "tokens 'kiosk' and 'operator' have the same sha256"),
         ('mdns_interfaces = ["eth0"]\n', "mdns_interfaces: .*'eth0' is not an IPv4 address"),
+        # kiosk groups: one group per kiosk name, kiosks only, a name like a pool's
+        (ONE_KIOSK_TWO_GROUPS, "kiosk tokens named 'desk-1' are in different groups"),
+        (OPERATOR_IN_A_GROUP, "only kiosk tokens take group"),
+        (KIOSK_GROUP_NOT_A_NAME, r"tokens\.0\.group: String should match pattern"),
     ],
 )
 def test_a_bad_file_stops_start_up_naming_what_to_fix(

@@ -142,13 +142,16 @@ async def test_the_error_answers_the_server_gives_are_the_documented_ones(client
         # THEN the document lists that status for the operation, and the body fits its schema
         errors = list(_answer_schema(document, template, method, status).iter_errors(answer))
         assert not errors, (template, status, [error.message for error in errors])
-    # AND 429 is documented only where a limit applies: kiosk routes and the lease long-poll
+    # AND 429 is documented only where a limit applies: kiosk routes, the lease long-poll
+    # and the two routes where secrets are guessed
     limited = {(method, path) for path, ops in document["paths"].items()
                for method, op in ops.items() if "429" in op["responses"]}  # fmt: skip
-    assert ("post", "/v1/jobs") in limited
-    assert ("post", "/v1/agents/{printer_id}/lease") in limited
+    assert {("post", "/v1/jobs"), ("post", "/v1/agents/{printer_id}/lease"),
+            ("post", "/v1/enrol"), ("post", "/dashboard/login")} <= limited  # fmt: skip
     assert not limited & {("get", "/v1/printers"), ("post", "/v1/agents/{printer_id}/heartbeat"),
-                          ("post", "/v1/enrol"), ("get", "/metrics")}  # fmt: skip
+                          ("post", "/v1/enrolment-codes"), ("get", "/metrics")}  # fmt: skip
+    login_429 = document["paths"]["/dashboard/login"]["post"]["responses"]["429"]
+    assert login_429["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
 
 
 async def test_a_request_body_is_required_exactly_where_the_server_needs_one(

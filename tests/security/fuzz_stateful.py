@@ -32,13 +32,23 @@ from hypothesis.errors import Flaky
 from schemathesis.engine.errors import is_inconsistent_replay
 from schemathesis.specs.openapi.checks import ensure_resource_availability
 
-from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, TEST_PRINTERS, agent_token
+from tests.conftest import (
+    KIOSK_TOKEN,
+    OPERATOR_TOKEN,
+    OTHER_KIOSK_TOKEN,
+    TEST_PRINTERS,
+    agent_token,
+)
 from tests.security.fuzz import FuzzReport, FuzzTarget, check_answer
 
 # A submitted job goes to a printer whose agent token the fuzzer has (mostly), so
 # that its lease, start and ack can follow.
 _VALID_TARGET = re.compile(r"^(printer-[a-z0-9]{1,16}|pool:[a-z0-9][a-z0-9-]{0,31}|auto)$")
 _PAUSES = ("/pause", "/drain")
+# Who works the kiosk routes through one sequence: a kiosk sees only its own jobs
+# (another's is 404, as an unknown one), so a job one desk submits is followed up
+# by that desk, or by an operator, who sees every job.
+FRONT_DESKS = (KIOSK_TOKEN, OTHER_KIOSK_TOKEN, OPERATOR_TOKEN)
 
 
 def _roles(raw: dict[str, Any]) -> list[str]:
@@ -46,19 +56,22 @@ def _roles(raw: dict[str, Any]) -> list[str]:
     return [r.strip() for r in text.removeprefix("Roles:").split(",")] if text else []
 
 
-def _token(roles: list[str], printer_id: str | None, rng: random.Random) -> str | None:
-    """Mostly a token of a documented role (an agent's for the printer in the path);
-    sometimes none or one nobody has."""
+def _token(roles: list[str], printer_id: str | None, rng: random.Random, front: str) -> str | None:
+    """Mostly a token of a documented role (an agent's for the printer in the path,
+    the sequence's `front` desk for a kiosk route); sometimes none or one nobody has."""
     good: list[str] = []
     if "agent" in roles:
         good.append(agent_token(printer_id if printer_id in TEST_PRINTERS else "printer-a"))
-    good += [{"kiosk": KIOSK_TOKEN, "operator": OPERATOR_TOKEN}[r] for r in roles if r != "agent"]
+    if "kiosk" in roles:
+        good.append(front)
+    elif "operator" in roles:
+        good.append(OPERATOR_TOKEN)
     if not good or rng.random() < 0.05:
         return rng.choice([None, "nobody-has-this-token"])
     return rng.choice(good)
 
 
-def _aim(case: Any, rng: random.Random) -> None:
+def _aim(case: Any, rng: random.Random, front: str) -> None:
     """Point a case at the test printers (mostly) and give it a caller's token."""
     params = case.path_parameters or {}
     if params.get("printer_id", TEST_PRINTERS[0]) not in TEST_PRINTERS and rng.random() < 0.7:
@@ -66,7 +79,7 @@ def _aim(case: Any, rng: random.Random) -> None:
     if case.operation.label == "POST /v1/jobs" and isinstance(case.body, dict):
         _aim_submission(case.body, rng)
     headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "authorization"}
-    token = _token(_roles(case.operation.definition.raw), params.get("printer_id"), rng)
+    token = _token(_roles(case.operation.definition.raw), params.get("printer_id"), rng, front)
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     case.headers = headers
@@ -112,6 +125,7 @@ def _machine(target: FuzzTarget, session: requests.Session, document: dict[str, 
 
     class Machine(schema.as_state_machine()):  # type: ignore[misc]
         paused = False
+        front: str | None = None  # drawn at the sequence's first call
 
         def step(self, input: Any) -> Any:
             if input.transition is not None and input.is_applied:
@@ -119,7 +133,9 @@ def _machine(target: FuzzTarget, session: requests.Session, document: dict[str, 
             return super().step(input)
 
         def before_call(self, case: Any) -> None:
-            _aim(case, rng)
+            if self.front is None:
+                self.front = rng.choice(FRONT_DESKS)
+            _aim(case, rng, self.front)
 
         def get_call_kwargs(self, case: Any) -> dict[str, Any]:
             return {"base_url": target.base_url, "session": session, "timeout": 30}

@@ -7,6 +7,10 @@ author says who may call it. A refused call is 401 (no or unknown token) or 403
 (wrong role, or an agent token naming another printer), in the error shape, and
 writes nothing to Redis; an allowed call is never 401/403 and never a 5xx.
 Kiosk limits are switched on so that "writes nothing" covers their buckets too.
+
+The job in the calls is kiosk-1's. A second kiosk may call the kiosk routes but
+sees none of kiosk-1's jobs: reading or canceling it is the unknown-job 404 and
+writes nothing but that kiosk's own rate bucket; listing its attendee lists nothing.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.keys import VenueKeys
 from badgeline.coordinator.ratelimit import KIOSK_ROUTES
 from badgeline.samples import sample_badge_pdf
-from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
+from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, OTHER_KIOSK_TOKEN, agent_token, auth
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.coordinator.test_auth import HEARTBEAT
@@ -83,6 +88,10 @@ POLICY: dict[Route, frozenset[str]] = {
 # A real badge: the artifact store accepts only PDFs that pass the badge checks.
 PDF = sample_badge_pdf("A-MATRIX")
 PDF_NAME = hashlib.sha256(PDF).hexdigest() + ".pdf"
+# The routes that name one job (or list an attendee's) to a kiosk: another kiosk's
+# job is hidden there, never refused.
+JOB_ROUTES = frozenset({("GET", "/v1/jobs/{job_id}"), ("POST", "/v1/jobs/{job_id}/cancel")})
+LIST_ROUTE = ("GET", "/v1/jobs")
 
 
 def _registered_routes() -> list[Route]:
@@ -105,13 +114,17 @@ class Caller:
     name: str
     role: str | None  # None: no token, or one nobody was given
     printer_id: str | None = None
+    kiosk_name: str | None = None  # a kiosk's token name, for its rate bucket
 
 
+OTHER_KIOSK = "another kiosk"
 CALLERS = (
-    Caller("no token", None), Caller("unknown token", None), Caller("kiosk", KIOSK),
-    Caller("operator", OPERATOR), Caller("agent of printer-a", AGENT, "printer-a"),
+    Caller("no token", None), Caller("unknown token", None),
+    Caller("kiosk", KIOSK, kiosk_name="kiosk-1"), Caller("operator", OPERATOR),
+    Caller("agent of printer-a", AGENT, "printer-a"),
     Caller("agent of printer-b", AGENT, "printer-b"),
     Caller("enrolled agent of printer-a", AGENT, "printer-a"),
+    Caller(OTHER_KIOSK, KIOSK, kiosk_name="kiosk-2"),
 )  # fmt: skip
 
 
@@ -125,9 +138,11 @@ def _allowed(caller: Caller, policy: frozenset[str], path_printer: str) -> bool:
 
 @dataclass
 class World:
-    """What the calls need: a job leased by printer-a, an artifact, the callers' headers."""
+    """What the calls need: kiosk-1's job leased by printer-a, an artifact, the callers'
+    headers."""
 
     job_id: str
+    attendee_id: str
     lease_id: str
     headers: dict[str, dict[str, str]]
 
@@ -135,7 +150,8 @@ class World:
 async def _world(client: Client) -> World:
     await flows.expect(await client.put(f"/v1/artifacts/{PDF_NAME}", data=PDF,
                                         headers=flows.OPERATOR), 201)  # fmt: skip
-    submitted = await client.post("/v1/jobs", json=job_body(), headers=flows.OPERATOR)
+    job = job_body()
+    submitted = await client.post("/v1/jobs", json=job, headers=flows.KIOSK)
     job_id = (await flows.expect(submitted, 201))["job_id"]
     leased = await flows.lease_one(client)
     enrolled = await steps.enrolled_token(client, "printer-a", "pi-matrix")
@@ -144,9 +160,9 @@ async def _world(client: Client) -> World:
         "kiosk": auth(KIOSK_TOKEN), "operator": auth(OPERATOR_TOKEN),
         "agent of printer-a": auth(agent_token("printer-a")),
         "agent of printer-b": auth(agent_token("printer-b")),
-        "enrolled agent of printer-a": auth(enrolled),
+        "enrolled agent of printer-a": auth(enrolled), OTHER_KIOSK: auth(OTHER_KIOSK_TOKEN),
     }  # fmt: skip
-    return World(job_id, leased["lease_id"], headers)
+    return World(job_id, job["attendee_id"], leased["lease_id"], headers)
 
 
 def _body(route: Route, world: World) -> dict[str, Any]:
@@ -172,8 +188,9 @@ def _body(route: Route, world: World) -> dict[str, Any]:
 
 def _path(route: Route, world: World, printer: str) -> str:
     name = "dashboard.js" if route[1].startswith("/dashboard/static/") else PDF_NAME
+    query = f"?attendee_id={world.attendee_id}" if route == LIST_ROUTE else ""
     return (route[1].replace("{job_id}", world.job_id).replace("{printer_id}", printer)
-            .replace("{name}", name))  # fmt: skip
+            .replace("{name}", name)) + query  # fmt: skip
 
 
 async def _call(client: Client, route: Route, world: World, printer: str, caller: Caller) -> Any:
@@ -183,9 +200,31 @@ async def _call(client: Client, route: Route, world: World, printer: str, caller
                                     **kwargs)  # fmt: skip
     status = response.status
     json_reply = response.content_type == "application/json"
-    body = await response.json() if status >= 400 and json_reply else None
+    body = await response.json() if json_reply and (status >= 400 or route == LIST_ROUTE) else None
     response.close()  # the dashboard's event stream never ends by itself
     return status, body
+
+
+def _without_bucket(snapshot: dict[str, Any], venue: str, caller: Caller) -> dict[str, Any]:
+    """A snapshot less the caller's own rate bucket and quota, which any kiosk call spends."""
+    keys = VenueKeys(venue)
+    own = {keys.rate_bucket(caller.kiosk_name or ""), keys.rate_quota(caller.kiosk_name or "")}
+    return {key: value for key, value in snapshot.items() if key not in own}
+
+
+async def _check_hidden(
+    client: Client, redis: Redis, venue: str, route: Route, world: World, caller: Caller
+) -> None:
+    """Another kiosk calling a route about kiosk-1's job: it is as if there were none."""
+    before = _without_bucket(await flows.venue_snapshot(redis, venue), venue, caller)
+    status, body = await _call(client, route, world, "", caller)
+    if route == LIST_ROUTE:
+        assert (status, body) == (200, {"jobs": []}), (caller.name, status, body)
+    else:
+        assert status == 404, (caller.name, status, body)
+        flows.assert_error_shape(body, "not_found")
+        assert body["error"]["message"] == f"no job {world.job_id}", body
+    assert _without_bucket(await flows.venue_snapshot(redis, venue), venue, caller) == before
 
 
 CASE_IDS = [f"{method} {path} {printer}".strip() for (method, path), printer in CASES]
@@ -199,7 +238,9 @@ async def test_authz_matrix(
     policy = POLICY.get(route)
     assert policy is not None, f"declare who may call {route} in POLICY"
     # GIVEN a coordinator with kiosk limits on, a leased job, an artifact and an enrolled agent
-    client = await make_client(kiosk_rate_per_s=1000, kiosk_burst=1000, kiosk_daily_quota=1000)
+    # (and attempts enough at the guessed routes for every caller to reach the handler)
+    client = await make_client(kiosk_rate_per_s=1000, kiosk_burst=1000, kiosk_daily_quota=1000,
+                               credential_attempts_burst=1000)  # fmt: skip
     world = await _world(client)
     refused = [c for c in CALLERS if not _allowed(c, policy, printer)]
     allowed = [c for c in CALLERS if _allowed(c, policy, printer)]
@@ -211,13 +252,24 @@ async def test_authz_matrix(
         assert status == expected, (caller.name, status, body)
         flows.assert_error_shape(body, "unauthorized" if expected == 401 else "forbidden")
         assert await flows.venue_snapshot(redis, settings.venue) == before, caller.name
+    # AND another kiosk finds no job of kiosk-1's where it names or lists one
+    hides = route in JOB_ROUTES or route == LIST_ROUTE
+    for caller in allowed:
+        if caller.name == OTHER_KIOSK and hides:
+            await _check_hidden(client, redis, settings.venue, route, world, caller)
     # AND each allowed caller gets past authorization (public routes: the same for everyone)
     statuses = {}
     for caller in allowed:
+        if caller.name == OTHER_KIOSK and hides:
+            continue
         status, body = await _call(client, route, world, printer, caller)
         assert status < 500, (caller.name, status, body)
         if PUBLIC not in policy:
             assert status not in (401, 403), (caller.name, status, body)
+        if hides:  # kiosk-1 and operators find it
+            assert status == 200, (caller.name, status, body)
+        if route == LIST_ROUTE:
+            assert [job["job_id"] for job in body["jobs"]] == [world.job_id], (caller.name, body)
         statuses[caller.name] = status
     if PUBLIC in policy:
         assert len(set(statuses.values())) == 1, statuses

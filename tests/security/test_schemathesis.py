@@ -22,10 +22,12 @@ from tests.security.fuzz_stateful import fuzz_stateful
 # Lease long-polls answer at once: a fuzzed `wait` must not stall the run. The
 # printers' agents are the fuzzer, which sends heartbeats now and then: a printer
 # is not declared dead for the silence in between (its queue would be failed over
-# and sequences would lease nothing), and one healthy beat revives it.
+# and sequences would lease nothing), and one healthy beat revives it. Every case
+# comes from one address: enrolment and sign-in get attempts enough for all of
+# them to reach the handlers (their 429 is tests/security/test_credential_limits.py's).
 FUZZ_SETTINGS: dict[str, Any] = {
     "lease_max_wait_s": 0, "heartbeat_interval_s": 60, "fail_threshold": 100,
-    "recover_after_healthy": 1,
+    "recover_after_healthy": 1, "credential_attempts_burst": 100_000,
 }  # fmt: skip
 EXAMPLES_PER_OPERATION = 4  # x 35 operations, positive and (27 of them) negative: ~250 cases
 STATEFUL_CASES = 150  # calls in sequences of up to 10, runs of 15 sequences

@@ -17,7 +17,12 @@
 --   every printer of the venue; '' for a job naming its printer
 -- ARGV[18] label the candidates must carry ('' for none)
 -- ARGV[19] heartbeat age (ms) past which a printer takes no new routed work
--- Returns {code, job_id, state, printer_id, position}
+-- ARGV[20] submitting kiosk token's name ('' when no kiosk submits it)
+-- ARGV[21] that kiosk's group ('' for none)
+-- Returns {code, job_id, state, printer_id, position}, and for codes 2 and -1
+--   also the existing job's {kiosk, kiosk_group, source} (nil where absent:
+--   a job accepted before submitters were recorded), for visibility.py to
+--   decide whether the caller may learn of that job.
 --   code 1 accepted (state queued, or parked when its printer is dead and no
 --   peer can take it), 2 duplicate (same payload), 3 shed (backpressure),
 --   -1 idempotency conflict (same key, other payload), -3 no fit printer for a
@@ -33,14 +38,16 @@ if claimed then
   local sep = string.find(claimed, '|', 1, true)
   local existing_id = string.sub(claimed, 1, sep - 1)
   local existing_hash = string.sub(claimed, sep + 1)
+  local existing = redis.call('HMGET', job_key(prefix, existing_id), 'state', 'printer_id',
+    'kiosk', 'kiosk_group', 'source')
   if existing_hash ~= payload_hash then
-    return {-1, existing_id, '', '', -1}
+    return {-1, existing_id, '', '', -1, existing[3], existing[4], existing[5]}
   end
   -- A no-op unless the first request's reply was lost before it was counted.
   tally(prefix, existing_id)
-  local existing = redis.call('HMGET', job_key(prefix, existing_id), 'state', 'printer_id')
   local rank = redis.call('ZRANK', queue_key(prefix, existing[2] or ''), existing_id)
-  return {2, existing_id, existing[1] or '', existing[2] or '', rank or -1}
+  return {2, existing_id, existing[1] or '', existing[2] or '', rank or -1,
+    existing[3], existing[4], existing[5]}
 end
 
 local now = now_ms()
@@ -62,7 +69,7 @@ redis.call('HSET', KEYS[2],
   'idempotency_key', ARGV[11], 'payload_hash', payload_hash, 'score', score, 'seq', seq,
   'attempts', 0, 'fence', 0, 'possible_duplicate', 0, 'reprint_of', ARGV[14],
   'correlation_id', ARGV[12], 'source', ARGV[13], 'created_ms', now,
-  'dedupe_window_s', ARGV[4])
+  'dedupe_window_s', ARGV[4], 'kiosk', ARGV[20], 'kiosk_group', ARGV[21])
 redis.call('SADD', KEYS[5], job_id)
 redis.call('SADD', KEYS[7], printer_id)
 
