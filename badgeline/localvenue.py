@@ -325,8 +325,14 @@ class LocalVenue:
     def set_speed(self, printer_id: str, ms_per_badge: int) -> None:
         http_json("POST", self.emulator_url(printer_id) + "/speed", {"ms_per_badge": ms_per_badge})
 
-    def submit(self, printer_target: str, attendee_id: str, pdf_ref: str,
-               priority: int = 100, idempotency_key: str | None = None) -> Any:
+    def submit(
+        self,
+        printer_target: str,
+        attendee_id: str,
+        pdf_ref: str,
+        priority: int = 100,
+        idempotency_key: str | None = None,
+    ) -> Any:
         return self.api("POST", "/v1/jobs", {
             "attendee_id": attendee_id, "badge_pdf_ref": pdf_ref,
             "printer_target": printer_target, "priority": priority,
@@ -397,4 +403,3 @@ def wait_until(condition: Any, timeout_s: float, what: str) -> None:
             return
         time.sleep(0.1)
     raise TimeoutError(f"timed out after {timeout_s}s waiting for {what}")
-

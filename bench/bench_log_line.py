@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from badgeline.coordinator.events import configure_logging, log_event
+from badgeline.log import configure_logging, log_event
 
 TRACE = {
     "job_id": "job_0123456789abcdef",

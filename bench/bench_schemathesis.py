@@ -61,10 +61,15 @@ def main() -> int:
         default=400,
         help="hypothesis max_examples per operation and mode, per round",
     )
-    parser.add_argument("--stateful-cases", type=int, default=3000,
-                        help="then send at least this many in linked call sequences")
-    parser.add_argument("--scenarios-per-run", type=int, default=40,
-                        help="call sequences per state machine run")
+    parser.add_argument(
+        "--stateful-cases",
+        type=int,
+        default=3000,
+        help="then send at least this many in linked call sequences",
+    )
+    parser.add_argument(
+        "--scenarios-per-run", type=int, default=40, help="call sequences per state machine run"
+    )
     parser.add_argument("--steps", type=int, default=10, help="most calls per sequence")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
@@ -87,8 +92,12 @@ def main() -> int:
             stateful = FuzzTarget(live.url, jobs, 0, seed=args.seed, stop_on_failure=False)
             if args.stateful_cases > 0:
                 fuzz_stateful(stateful, args.stateful_cases, args.scenarios_per_run, args.steps)
-            print(f"stateful: {stateful.report.cases} cases, "
-                  f"{len(stateful.report.failures)} failures", file=sys.stderr, flush=True)
+            print(
+                f"stateful: {stateful.report.cases} cases, "
+                f"{len(stateful.report.failures)} failures",
+                file=sys.stderr,
+                flush=True,
+            )
             log = live.log()
     finally:
         redis.stop()

@@ -40,8 +40,8 @@ from typing import Any
 from badgeline.agent.config import AgentSettings
 from badgeline.agent.http_client import HttpClient, HttpFailure
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped
-from badgeline.coordinator.events import log_event
 from badgeline.discovery import CoordinatorNotFound, find_coordinator
+from badgeline.log import log_event
 
 ENROL_PATH = "/v1/enrol"
 # How long one mDNS look-up for the coordinator lasts before the next try.

@@ -26,7 +26,7 @@ from badgeline.agent.retry import (
     sleep_unless_stopped,
     unless_stopped,
 )
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 from badgeline.protocol.agent_models import HeartbeatRequest, PrinterHealthReport
 from badgeline.protocol.states import Confirmation, PaperLevel
 

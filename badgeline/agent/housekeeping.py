@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from badgeline.agent.journal import Journal, JournalWriteError, RecoveryPlan
 from badgeline.agent.retry import Backoff, sleep_unless_stopped
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 
 PRUNE_INTERVAL_S = 3600.0
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.prepare import JobTicket
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 
 # Renew at this share of the lease time: two more tries fit before it would expire.
 RENEW_AT = 1 / 3

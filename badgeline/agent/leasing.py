@@ -31,7 +31,7 @@ from badgeline.agent.outbox import AckOutbox
 from badgeline.agent.prepare import BadgePreparer, BadgeUnprintable, JobTicket, PreparedBadge
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
 from badgeline.agent.slots import JobSlots
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 from badgeline.protocol.agent_models import LeasedJob
 from badgeline.protocol.failures import FailureReason
 

@@ -37,7 +37,7 @@ from pydantic import SecretStr  # noqa: E402
 
 from badgeline import systemd_notify  # noqa: E402
 from badgeline.agent.config import AgentSettings, ConfigError, load_agent_settings  # noqa: E402
-from badgeline.coordinator.events import configure_logging, log_event  # noqa: E402
+from badgeline.log import configure_logging, log_event  # noqa: E402
 
 if TYPE_CHECKING:
     from badgeline.agent.service import Agent

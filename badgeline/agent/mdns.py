@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 
 from zeroconf.asyncio import AsyncZeroconf
 
-from badgeline.coordinator.events import log_event
 from badgeline.discovery import (
     AgentAdvertiser,
     CoordinatorFollower,
@@ -28,6 +27,7 @@ from badgeline.discovery import (
     NameConflict,
     open_zeroconf,
 )
+from badgeline.log import log_event
 
 ADDRESS_RECHECK_S = 30.0
 log = logging.getLogger(__name__)

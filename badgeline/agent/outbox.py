@@ -23,7 +23,7 @@ from typing import Any
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.journal import Journal, JournalWriteError, LocalJobState, PendingAck
 from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 from badgeline.protocol.agent_models import MAX_ERROR_TEXT, AckRequest
 from badgeline.protocol.states import AckResult
 

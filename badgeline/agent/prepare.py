@@ -23,7 +23,7 @@ from typing import Any
 from badgeline.agent.fetch import BadgeFetcher, FetchRefused
 from badgeline.agent.journal import JournalEntry
 from badgeline.badge import BadgeLimits, BadgeRejected, BadgeRenderWorker
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 from badgeline.protocol.failures import FailureReason
 
 log = logging.getLogger(__name__)

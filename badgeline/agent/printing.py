@@ -58,7 +58,7 @@ from badgeline.agent.printers.completion import (
 )
 from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog, unless_stopped
 from badgeline.agent.slots import JobSlots
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 from badgeline.protocol.agent_models import AckRequest, StartResponse
 from badgeline.protocol.failures import FailureReason
 from badgeline.protocol.states import AckResult, Confirmation

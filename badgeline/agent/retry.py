@@ -15,7 +15,7 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 
 T = TypeVar("T")
 

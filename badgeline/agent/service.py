@@ -59,7 +59,7 @@ from badgeline.agent.slots import JobSlots
 from badgeline.agent.sources import BadgeSources
 from badgeline.agent.status import LastProblem, StatusServer
 from badgeline.agent.testprint import DiagnosticPrinter
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 
 if TYPE_CHECKING:
     # zeroconf (3.5 MB of the agent's idle RSS) loads only when mdns is on.
@@ -160,8 +160,15 @@ class Agent:
         """Names of the loops that are not running (all of them before start and once stopping)."""
         tasks = self._work_tasks + self._background_tasks
         if not tasks or self.stopping:
-            return ["print", "lease", "probe", "heartbeat", "ack-outbox", "housekeeping",
-                    "lease-keeper"]
+            return [
+                "print",
+                "lease",
+                "probe",
+                "heartbeat",
+                "ack-outbox",
+                "housekeeping",
+                "lease-keeper",
+            ]
         return [task.get_name().removeprefix("agent-") for task in tasks if task.done()]
 
     @property

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -181,7 +181,8 @@ class BadgeSources:
         raise SourceNotAllowed(
             f"{host} resolves to {', '.join(map(str, addresses))}: not public, and no"
             " address or network entry of badge_http_hosts names it"
-            if named else f"{host} is not in an address or network entry of badge_http_hosts"
+            if named
+            else f"{host} is not in an address or network entry of badge_http_hosts"
         )
 
     def log_refusal(self, ref: str, why: SourceNotAllowed) -> None:

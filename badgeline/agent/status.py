@@ -25,7 +25,7 @@ from badgeline import __version__
 from badgeline.agent.health import can_print
 from badgeline.agent.http_server import HttpServer, Reply, Request, json_reply
 from badgeline.agent.testprint import LocalPrintRefused
-from badgeline.coordinator.events import EVENT_LOGGER, log_event
+from badgeline.log import EVENT_LOGGER, log_event
 
 if TYPE_CHECKING:
     from badgeline.agent.service import Agent

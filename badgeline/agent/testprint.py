@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from badgeline import __version__
 from badgeline.agent.health import PrinterWatch, can_print
 from badgeline.agent.printers import AsyncPrinterLink, PrinterLinkError
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 from badgeline.protocol.agent_models import PrinterHealthReport
 
 if TYPE_CHECKING:

@@ -39,8 +39,7 @@ FRAME_HEADER = struct.Struct("!II")
 # Not ``-m`` this module: the package imports it first, and runpy would warn about that.
 WORKER_COMMAND = (
     "-c",
-    "import sys; from badgeline.badge.render_worker import main;"
-    " sys.exit(main(sys.argv[1:]))",
+    "import sys; from badgeline.badge.render_worker import main; sys.exit(main(sys.argv[1:]))",
 )
 
 Frame = tuple[dict[str, Any], bytes]

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.auth import require_printer
 from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.events import job_event, log_event
 from badgeline.coordinator.http import job_id_param, json_response, query_model, read_model
 from badgeline.coordinator.metrics import observe_printed
+from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id
 from badgeline.protocol.models import (

@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from badgeline.coordinator.auth import Identity
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import authenticate
-from badgeline.coordinator.events import job_event, log_event
 from badgeline.coordinator.http import (
     correlation_id,
     job_id_param,
@@ -28,6 +27,7 @@ from badgeline.coordinator.visibility import (
     visible_job,
     visible_jobs,
 )
+from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import ATTENDEE_ID_PATTERN
 from badgeline.protocol.models import CancelResult, JobList, PrintJob, SubmitAccepted

@@ -6,8 +6,8 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.context import authenticate
-from badgeline.coordinator.events import job_event, log_event
 from badgeline.coordinator.http import json_response, query_model, read_model
+from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id
 from badgeline.protocol.models import (

@@ -10,9 +10,9 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import json_response, read_model
 from badgeline.coordinator.rebalance import rebalance
+from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import PRINTER_ID_PATTERN, is_printer_id
 from badgeline.protocol.states import CONFIRMATION_GUARANTEES, Confirmation

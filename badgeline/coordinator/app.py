@@ -25,7 +25,6 @@ from badgeline.coordinator.auth import TokenAuthority
 from badgeline.coordinator.badge_checks import BadgeChecker
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.context import COORDINATOR, Coordinator
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.failover import FailoverController
 from badgeline.coordinator.http import correlation_middleware, error_middleware, json_response
 from badgeline.coordinator.lease_scanner import (
@@ -40,6 +39,7 @@ from badgeline.coordinator.store import JobStore
 from badgeline.coordinator.upkeep import UpkeepLoop
 from badgeline.coordinator.wakeups import WakeHub
 from badgeline.discovery.agents import AgentBrowser
+from badgeline.log import log_event
 
 UPKEEP_LOOPS = web.AppKey("upkeep_loops", list[UpkeepLoop])
 

@@ -17,8 +17,8 @@ from aiohttp import web
 
 from badgeline.coordinator.badge_checks import BadgeChecker, BadgeRejected, CheckerUnavailable
 from badgeline.coordinator.context import authenticate
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import json_response, refuse_declared_oversize
+from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
 routes = web.RouteTableDef()

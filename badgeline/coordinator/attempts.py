@@ -33,8 +33,8 @@ from typing import Any
 from aiohttp import web
 
 from badgeline.coordinator.context import coordinator_of
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import Handler
+from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
 # The routes, by the name their buckets and log lines carry, and the answer that

@@ -227,8 +227,10 @@ class CoordinatorSettings(BaseModel):
         if mode != "sentinel" and (self.redis_sentinels or self.redis_sentinel_master):
             raise ValueError("redis_sentinels is only used with redis_mode sentinel")
         if self.redis_password_file is not None and self.redis_url is None:
-            raise ValueError("redis_password_file goes with redis_url (the embedded server"
-                             " keeps its own password)")
+            raise ValueError(
+                "redis_password_file goes with redis_url (the embedded server"
+                " keeps its own password)"
+            )
         return self
 
     @model_validator(mode="after")

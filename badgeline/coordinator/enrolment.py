@@ -36,8 +36,8 @@ from badgeline.coordinator.context import (
     authenticate,
     coordinator_of,
 )
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import Handler, json_response, read_model
+from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import PRINTER_ID_PATTERN
 from badgeline.protocol.models import ResponseModel

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.store import JobStore
+from badgeline.log import log_event
 
 ACTOR = "coordinator:failover"
 
@@ -107,8 +107,13 @@ class FailoverController:
         )
 
     async def execute(
-        self, printer_id: str, *, mode: str = "auto", reason: str = "printer declared dead",
-        targets: list[str] | None = None, actor: str = ACTOR,
+        self,
+        printer_id: str,
+        *,
+        mode: str = "auto",
+        reason: str = "printer declared dead",
+        targets: list[str] | None = None,
+        actor: str = ACTOR,
     ) -> dict[str, Any] | None:
         """Run one failover decision; None when it was already executed."""
         candidates = targets if targets is not None else await self.candidates(printer_id)
@@ -124,10 +129,18 @@ class FailoverController:
             return None
         decision = normalise_decision(reply[1])
         self._log_decision(decision)
-        await self.log_job_events("job_failed_over", decision["moved_to"],
-                                  decision_id=decision["decision_id"], from_printer=printer_id)
-        await self.log_job_events("job_parked", dict.fromkeys(decision["parked_job_ids"], "parked"),
-                                  decision_id=decision["decision_id"], from_printer=printer_id)
+        await self.log_job_events(
+            "job_failed_over",
+            decision["moved_to"],
+            decision_id=decision["decision_id"],
+            from_printer=printer_id,
+        )
+        await self.log_job_events(
+            "job_parked",
+            dict.fromkeys(decision["parked_job_ids"], "parked"),
+            decision_id=decision["decision_id"],
+            from_printer=printer_id,
+        )
         return decision
 
     async def log_job_events(self, event: str, placements: dict[str, str], **fields: Any) -> None:
@@ -205,4 +218,3 @@ class FailoverController:
         ids = await self.store.redis.lrange(self.keys.failovers, 0, limit - 1)
         raws = [await self.store.redis.get(self.keys.failover(_text(i))) for i in ids]
         return [normalise_decision(raw) for raw in raws if raw]
-

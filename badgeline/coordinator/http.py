@@ -24,7 +24,7 @@ import redis.exceptions
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_job_id
 
@@ -69,9 +69,7 @@ def json_response(
         text = payload.model_dump_json(by_alias=True)
     else:
         text = _JSON.encode(payload)
-    return web.Response(
-        text=text, status=status, content_type="application/json", headers=headers
-    )
+    return web.Response(text=text, status=status, content_type="application/json", headers=headers)
 
 
 def error_response(error: BadgelineError, headers: dict[str, str] | None = None) -> web.Response:
@@ -207,8 +205,10 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         if http_error.status < 400:
             raise
         code = _HTTP_CODES.get(http_error.status, ErrorCode.VALIDATION_FAILED)
-        message = http_error.reason if http_error.status != 413 else (
-            "the request body is larger than the coordinator accepts (max_body_bytes)"
+        message = (
+            http_error.reason
+            if http_error.status != 413
+            else ("the request body is larger than the coordinator accepts (max_body_bytes)")
         )
         # A 405 keeps aiohttp's Allow header: the methods the path does have.
         allow = {"Allow": http_error.headers["Allow"]} if "Allow" in http_error.headers else None

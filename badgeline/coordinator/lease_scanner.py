@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 
-from badgeline.coordinator.events import job_event, log_event
 from badgeline.coordinator.store import JobStore
+from badgeline.log import job_event, log_event
 
 ACTOR = "coordinator:lease-scanner"
 # The leased sets need repair only after an older coordinator touched the jobs.

@@ -19,11 +19,11 @@ from badgeline import systemd_notify
 from badgeline.coordinator import tls
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings, load_coordinator_settings
-from badgeline.coordinator.events import configure_logging, log_event
 from badgeline.coordinator.redis_client import RedisClient, RedisUnreachableAtStart, connected
 from badgeline.coordinator.redis_server import EmbeddedRedis, RedisServerError
 from badgeline.discovery import DiscoveryError
 from badgeline.discovery.advertise import CoordinatorAdvertiser
+from badgeline.log import configure_logging, log_event
 from badgeline.private_files import private_dir
 
 # The unit's RestartPreventExitStatus= names it: a bad config is not restarted in a loop.

@@ -33,10 +33,10 @@ from prometheus_client.exposition import choose_encoder
 from badgeline.coordinator.api_printers import printer_summary
 from badgeline.coordinator.api_reports import Census, take_census
 from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import Handler
 from badgeline.coordinator.stalls import GC_PAUSES, LoopLag, StallCollector
 from badgeline.coordinator.store import AckOutcome
+from badgeline.log import log_event
 from badgeline.protocol.states import JobState
 
 # Scan (acceptance) to print: the floor's budget is about a second; a badge

@@ -38,13 +38,13 @@ from badgeline.coordinator.context import (
     Coordinator,
     coordinator_of,
 )
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.http import (
     CORRELATION_HEADER,
     Handler,
     correlation_id,
     error_response,
 )
+from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
 SUBMIT_ROUTE = ("POST", "/v1/jobs")

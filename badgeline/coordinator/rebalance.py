@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from badgeline.coordinator.context import Coordinator
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 
 # A queue is skewed when it holds this many more jobs than the least-loaded
 # healthy peer: small differences are not worth reordering a line for.

@@ -33,9 +33,9 @@ from redis.exceptions import RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.keys import VenueKeys
 from badgeline.coordinator.redis_pool import WaitingConnectionPool
+from badgeline.log import log_event
 
 RedisClient: TypeAlias = Redis | RedisCluster
 

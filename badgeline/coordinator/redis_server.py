@@ -77,6 +77,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 PASSWORD_FILE = "redis.password"
+
+
 class Password(Enum):
     GENERATED = "generated"  # EmbeddedRedis(password=…): make one, keep it
 

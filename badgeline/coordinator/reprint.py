@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.api_kiosk import SHED_RETRY_AFTER_S, spill_peers
 from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.events import job_event
 from badgeline.coordinator.http import correlation_id, job_id_param, json_response, read_model
 from badgeline.coordinator.store import AcceptOutcome
 from badgeline.coordinator.visibility import owner_of
+from badgeline.log import job_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import IDEMPOTENCY_KEY_PATTERN, PRINTER_TARGET_PATTERN
 from badgeline.protocol.models import JobView, PrintJob

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-from badgeline.coordinator.events import log_event
+from badgeline.log import log_event
 
 
 class UpkeepLoop:

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 
 from redis.asyncio.client import PubSub
 
-from badgeline.coordinator.events import log_event
 from badgeline.coordinator.redis_client import RedisClient
+from badgeline.log import log_event
 
 # Ping an idle subscription now and then so a dead connection is noticed.
 KEEPALIVE_EVERY_IDLE_POLLS = 15

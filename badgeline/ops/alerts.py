@@ -15,8 +15,13 @@ from badgeline.ops.tables import clock, section, table
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser)
-    parser.add_argument("--stall-after", type=float, default=30.0, metavar="S",
-                        help="a head job waiting this long is stalled (default: 30)")
+    parser.add_argument(
+        "--stall-after",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="a head job waiting this long is stalled (default: 30)",
+    )
     parser.add_argument("--check", action="store_true",
                         help="exit 1 while a critical alert is active")  # fmt: skip
 

@@ -21,10 +21,16 @@ Verdict = Callable[[Any, argparse.Namespace], int]
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", default=os.environ.get("BADGELINE_URL", DEFAULT_URL),
-                        help="the coordinator (default: $BADGELINE_URL or %(default)s)")
-    parser.add_argument("--token", default=os.environ.get("BADGELINE_TOKEN"),
-                        help="an operator token (default: $BADGELINE_TOKEN)")
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("BADGELINE_URL", DEFAULT_URL),
+        help="the coordinator (default: $BADGELINE_URL or %(default)s)",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("BADGELINE_TOKEN"),
+        help="an operator token (default: $BADGELINE_TOKEN)",
+    )
     parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
     parser.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
                         help="seconds to wait for an answer (default: %(default)s)")  # fmt: skip

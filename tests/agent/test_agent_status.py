@@ -18,10 +18,10 @@ from redis.asyncio import Redis
 from badgeline.agent.health import clamp_heartbeat_interval
 from badgeline.agent.status import is_loopback
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.events import EVENT_LOGGER
 from badgeline.discovery.names import local_ipv4_addresses
 from badgeline.emulator import PrinterEmulator
 from badgeline.emulator.state import Fault
+from badgeline.log import EVENT_LOGGER
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
 from tests.agent.relay import ReplyHoldingRelay
 from tests.helpers import wait_for
@@ -307,6 +307,7 @@ async def test_healthz_tells_a_wedged_loop_from_a_running_one(
     finally:
         release.set()
         await asyncio.gather(*hung)
+
     # AND once its threads come back, it is healthy again
     async def healthy() -> bool:
         async with aiohttp.ClientSession() as session, session.get(url) as response:

@@ -54,10 +54,14 @@ async def test_file_refs_are_read_and_missing_or_oversized_files_refused(
     big.write_bytes(b"%PDF-" + b"x" * LIMIT)
     assert await fetcher(http).fetch(good.as_uri()) == badge_pdf
     assert await refusal(fetcher(http).fetch((tmp_path / "gone.pdf").as_uri())) == (
-        FailureReason.NOT_FOUND, "no such badge file")
+        FailureReason.NOT_FOUND,
+        "no such badge file",
+    )
     assert (await refusal(fetcher(http).fetch(big.as_uri())))[0] is FailureReason.TOO_LARGE
     assert await refusal(fetcher(http).fetch("file://fileserver/share/badge.pdf")) == (
-        FailureReason.BAD_REFERENCE, "file references must be local (file:///path)")
+        FailureReason.BAD_REFERENCE,
+        "file references must be local (file:///path)",
+    )
 
 
 class BadgeHost:
@@ -118,9 +122,12 @@ async def test_http_refs_are_streamed_with_a_size_limit_and_without_the_agent_to
     assert await fetcher(http).fetch(badge_host.url + "/badge.pdf") == badge_pdf
     assert badge_host.authorization_seen == [None]
     assert (await refusal(fetcher(http).fetch(badge_host.url + "/endless.pdf")))[0] is (
-        FailureReason.TOO_LARGE)
+        FailureReason.TOO_LARGE
+    )
     assert await refusal(fetcher(http).fetch(badge_host.url + "/missing.pdf")) == (
-        FailureReason.NOT_FOUND, "no badge there (HTTP 404)")
+        FailureReason.NOT_FOUND,
+        "no badge there (HTTP 404)",
+    )
     # AND a redirect is followed to the badge
     assert await fetcher(http).fetch(badge_host.url + "/moved.pdf") == badge_pdf
 
@@ -131,10 +138,14 @@ async def test_a_passing_server_error_is_retried_before_the_job_is_failed(
     assert await fetcher(http).fetch(badge_host.url + "/flaky.pdf") == badge_pdf
     badge_host.flaky_failures_left = 5
     assert await refusal(fetcher(http).fetch(badge_host.url + "/flaky.pdf")) == (
-        FailureReason.SERVER_ERROR, "the badge server answered HTTP 503 (3 attempts)")
+        FailureReason.SERVER_ERROR,
+        "the badge server answered HTTP 503 (3 attempts)",
+    )
     # AND an error page larger than a badge is still a passing server error, not "too large"
     assert await refusal(fetcher(http).fetch(badge_host.url + "/busy.pdf")) == (
-        FailureReason.SERVER_ERROR, "the badge server answered HTTP 503 (3 attempts)")
+        FailureReason.SERVER_ERROR,
+        "the badge server answered HTTP 503 (3 attempts)",
+    )
 
 
 @pytest.mark.parametrize("spelling", ["artifact://{}.pdf", "artifact:///{}.pdf"])
@@ -148,11 +159,15 @@ async def test_artifacts_come_from_the_coordinator_with_the_agent_token(
     assert await agent_fetcher.fetch(spelling.format(sha256)) == badge_pdf
     missing = hashlib.sha256(b"nothing").hexdigest()
     assert await refusal(agent_fetcher.fetch(spelling.format(missing))) == (
-        FailureReason.NOT_FOUND, "no badge there (HTTP 404)")
+        FailureReason.NOT_FOUND,
+        "no badge there (HTTP 404)",
+    )
 
 
 async def test_malformed_refs_are_refused(http: HttpClient) -> None:
     assert await refusal(fetcher(http).fetch("artifact://badge.pdf")) == (
-        FailureReason.BAD_REFERENCE, "artifact references are artifact://<sha256>.pdf")
+        FailureReason.BAD_REFERENCE,
+        "artifact references are artifact://<sha256>.pdf",
+    )
     reason, message = await refusal(fetcher(http).fetch("ftp://host/badge.pdf"))
     assert reason is FailureReason.BAD_REFERENCE and "unsupported scheme 'ftp'" in message

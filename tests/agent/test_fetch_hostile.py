@@ -90,7 +90,8 @@ async def test_special_files_are_refused_without_reading_or_blocking(
         assert kind in refused.message
     looped = await refusal(fetcher.fetch(loop_a.as_uri()))
     assert (looped.reason, looped.message) == (
-        FailureReason.NOT_A_FILE, "the badge reference names a symlink loop"
+        FailureReason.NOT_A_FILE,
+        "the badge reference names a symlink loop",
     )
 
 

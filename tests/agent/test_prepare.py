@@ -82,8 +82,13 @@ async def test_a_badge_that_outlasts_its_budget_fails_as_a_timeout(
         preparer = BadgePreparer(fetcher, width_dots=384, limits=DEFAULT_LIMITS, footer=True,
                                  in_sandbox=False, budget_s=10)  # fmt: skip
         # WHEN a job whose lease lasts 2 s is prepared (its budget: half of that)
-        leased = JobTicket("printer-a", "job-1", "lease-1",
-                           {"badge_pdf_ref": hostile.url + "/trickle.pdf"}, lease_ttl_s=2.0)
+        leased = JobTicket(
+            "printer-a",
+            "job-1",
+            "lease-1",
+            {"badge_pdf_ref": hostile.url + "/trickle.pdf"},
+            lease_ttl_s=2.0,
+        )
         assert preparer.budget_for(leased) == 1.0
         with pytest.raises(BadgeUnprintable) as unprintable:
             async with asyncio.timeout(FETCH_BOUND_S):

@@ -75,7 +75,10 @@ async def test_at_every_print_speed_each_badge_prints_once_and_is_never_in_doubt
             job = await kiosk.job(job_id)
             assert (job["possible_duplicate"], job["attempts"], job["prints"]) == (False, 0, 1)
             assert [entry["to"] for entry in job["history"]] == [
-                "queued", "leased", "printing", "printed"
+                "queued",
+                "leased",
+                "printing",
+                "printed",
             ], job["history"]
         assert emulator.status()["discarded"] == 0
     # AND no printer was ever reported unreachable (slow is not gone): none failed over
@@ -96,8 +99,11 @@ async def test_a_printer_that_freezes_mid_badge_ends_uncertain_and_the_badge_pri
     stall_s, timeout_s = 2.0, 0.5
     printer = {"kind": "emulator", "host": "127.0.0.1", "port": slow.port,
                "timeout_s": timeout_s, "stall_timeout_s": stall_s}  # fmt: skip
-    frozen_agent = await run_agent(agent_settings(
-        "printer-a", coordinator, slow, tmp_path / "a", printer=printer, labels=["hall"]))
+    frozen_agent = await run_agent(
+        agent_settings(
+            "printer-a", coordinator, slow, tmp_path / "a", printer=printer, labels=["hall"]
+        )
+    )
     await run_agent(agent_settings("printer-b", coordinator, peer, tmp_path / "b",
                                    labels=["hall"]))  # fmt: skip
     job_id = await kiosk.submit(badge_ref, "printer-a")

@@ -49,9 +49,10 @@ async def test_a_write_only_printer_prints_each_badge_once_confirmed_as_sent(
     assert view["confirmation"] == "sent"
     assert view["confirmation_guarantee"] == CONFIRMATION_GUARANTEES[Confirmation.SENT]
     metrics_url, operator = f"{coordinator.url}/metrics", auth(OPERATOR_TOKEN)
-    async with aiohttp.ClientSession() as session, session.get(
-        metrics_url, headers=operator
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(metrics_url, headers=operator) as response,
+    ):
         metrics = await response.text()
     assert 'badgeline_printer_confirmation{by="sent",printer="printer-a"} 1.0' in metrics
     assert agent.heartbeat is not None

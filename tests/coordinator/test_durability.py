@@ -147,7 +147,10 @@ async def _check_survivor(
         job: dict[str, Any] = await response.json()
     assert job["state"] in set(JobState), job
     assert (job["idempotency_key"], job["attendee_id"], job["priority"]) == (
-        body["idempotency_key"], body["attendee_id"], body["priority"])
+        body["idempotency_key"],
+        body["attendee_id"],
+        body["priority"],
+    )
     # one key, one job: the same submission is still the same job
     async with session.post(url + "/v1/jobs", json=body, headers=auth(KIOSK_TOKEN)) as response:
         again = await response.json()

@@ -70,7 +70,9 @@ async def job(client: TestClient[Any, Any], job_id: str) -> dict[str, Any]:
 
 
 async def test_jammed_printer_fails_over_once(
-    fleet: TestClient[Any, Any], caplog: pytest.LogCaptureFixture, redis: Redis,
+    fleet: TestClient[Any, Any],
+    caplog: pytest.LogCaptureFixture,
+    redis: Redis,
     settings: CoordinatorSettings,
 ) -> None:
     caplog.set_level(logging.INFO, logger="badgeline.events")
@@ -87,9 +89,7 @@ async def test_jammed_printer_fails_over_once(
     # WHEN printer-a reports a jam
     assert await beat(fleet, "printer-a", jammed=True) == "dead"
     # THEN one decision moves the queued and leased jobs to printer-b, in order
-    decisions = await wait_for(
-        lambda: _decisions(fleet), timeout_s=10
-    )
+    decisions = await wait_for(lambda: _decisions(fleet), timeout_s=10)
     assert len(decisions) == 1
     decision = decisions[0]
     assert decision["dead_printer_id"] == "printer-a"
@@ -279,9 +279,9 @@ async def test_dead_printer_without_peers_parks_new_jobs(fleet: TestClient[Any, 
 
 
 async def _decisions(client: TestClient[Any, Any]) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = (
-        await (await client.get("/v1/failovers", headers=OPS)).json()
-    )["failovers"]
+    found: list[dict[str, Any]] = (await (await client.get("/v1/failovers", headers=OPS)).json())[
+        "failovers"
+    ]
     return found
 
 

@@ -35,7 +35,10 @@ async def test_a_permanent_failure_fails_the_job_at_once_and_redrive_refuses_it(
     assert answer == {"job_id": job_id, "state": "failed", "recorded": True}
     job = await flows.get_job(client, job_id)
     assert (job["attempts"], job["failure_reason"], job["failed_for_good"]) == (
-        1, "font_not_embedded", True)
+        1,
+        "font_not_embedded",
+        True,
+    )
     assert "no retry can change" in job["history"][-1]["reason"]
     assert await flows.queue_ids(client) == []
     # AND a redrive says why it will not put it back in line
@@ -55,8 +58,7 @@ async def test_a_transient_failure_retries_with_back_off(make_client: MakeClient
 
     assert answer["state"] == "retrying"
     job = await wait_for(lambda: _state(client, job_id, "queued"), timeout_s=10)
-    assert (job["attempts"], job["failure_reason"], job["failed_for_good"]) == (
-        1, "network", False)
+    assert (job["attempts"], job["failure_reason"], job["failed_for_good"]) == (1, "network", False)
 
 
 async def test_a_failure_reported_after_the_lease_expired_counts_once(
@@ -75,8 +77,7 @@ async def test_a_failure_reported_after_the_lease_expired_counts_once(
     # THEN it counts as one attempt, and the job stays in line for another try
     assert (first["recorded"], again["recorded"]) == (True, False)
     job = await flows.get_job(client, job_id)
-    assert (job["state"], job["attempts"], job["failure_reason"]) == (
-        "queued", 1, "fetch_timeout")
+    assert (job["state"], job["attempts"], job["failure_reason"]) == ("queued", 1, "fetch_timeout")
 
 
 async def test_a_late_permanent_failure_fails_the_waiting_job(make_client: MakeClient) -> None:
@@ -90,8 +91,10 @@ async def test_a_late_permanent_failure_fails_the_waiting_job(make_client: MakeC
 
     assert answer["state"] == "failed"
     job = await flows.get_job(client, job_id)
-    assert job["failed_for_good"] is True and "after its lease expired" in (
-        job["history"][-1]["reason"])
+    assert (
+        job["failed_for_good"] is True
+        and "after its lease expired" in (job["history"][-1]["reason"])
+    )
     assert await flows.queue_ids(client) == []
 
 

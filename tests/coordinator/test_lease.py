@@ -368,6 +368,9 @@ async def test_only_the_lease_holder_can_renew_it(client: Client) -> None:
         headers=flows.agent("printer-b"),
     )  # fmt: skip
     assert (await flows.expect(response, 200))["renewed"] is False
-    bogus = await client.post(f"/v1/agents/printer-a/jobs/{job_id}/renew",
-                              json={"lease_id": "lease_forged-1"}, headers=flows.agent())
+    bogus = await client.post(
+        f"/v1/agents/printer-a/jobs/{job_id}/renew",
+        json={"lease_id": "lease_forged-1"},
+        headers=flows.agent(),
+    )
     assert (await flows.expect(bogus, 200))["renewed"] is False

@@ -116,7 +116,8 @@ async def test_a_send_the_server_does_not_read_times_out_and_drops_the_connectio
     relay_server = await asyncio.start_server(relay, "127.0.0.1", 0)
     relay_port = relay_server.sockets[0].getsockname()[1]
     pool = WaitingConnectionPool.from_url(
-        f"redis://:{password}@127.0.0.1:{relay_port}?socket_timeout=0.3", max_connections=1,
+        f"redis://:{password}@127.0.0.1:{relay_port}?socket_timeout=0.3",
+        max_connections=1,
         timeout=5,
     )
     try:

@@ -16,11 +16,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from badgeline.coordinator import main as coordinator_main
 from badgeline.coordinator import redis_client
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings
-from badgeline.coordinator.events import EVENT_LOGGER, JsonLineFormatter
 from badgeline.coordinator.redis_client import connected
 from badgeline.coordinator.redis_pool import WaitingConnectionPool
 from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
 from badgeline.coordinator.script_loader import LoadedScript
+from badgeline.log import EVENT_LOGGER, JsonLineFormatter
 from tests.helpers import wait_for
 
 
@@ -43,6 +43,7 @@ async def test_a_coordinator_started_before_its_redis_waits_for_it(
     # GIVEN a coordinator starting while nothing answers on its Redis port
     starting = asyncio.create_task(start_coordinator())
     try:
+
         async def said_waiting() -> bool:
             return "redis_unreachable_at_start" in events(caplog)
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from badgeline.coordinator.events import EVENT_LOGGER, JsonLineFormatter
+from badgeline.log import EVENT_LOGGER, JsonLineFormatter
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.helpers import job_body, wait_for
@@ -54,8 +54,9 @@ async def test_a_printed_job_leaves_a_full_trail(
     client: Client, events: pytest.LogCaptureFixture
 ) -> None:
     # GIVEN a job submitted with a correlation id
-    response = await client.post("/v1/jobs", json=job_body(),
-                                 headers={**flows.KIOSK, "X-Correlation-ID": "kiosk-7:scan-42"})
+    response = await client.post(
+        "/v1/jobs", json=job_body(), headers={**flows.KIOSK, "X-Correlation-ID": "kiosk-7:scan-42"}
+    )
     created = await flows.expect(response, 201)
     assert created["correlation_id"] == "kiosk-7:scan-42"
     # WHEN it is leased, started and printed
@@ -71,7 +72,11 @@ async def test_a_printed_job_leaves_a_full_trail(
     # AND one log line per change, each carrying the job's trace
     logged = _job_events(events, created["job_id"])
     assert [e["event"] for e in logged] == [
-        "job_enqueued", "job_leased", "start_granted", "job_ack_printed"]
+        "job_enqueued",
+        "job_leased",
+        "start_granted",
+        "job_ack_printed",
+    ]
     for event in logged:
         _assert_traced(event, job, "kiosk-7:scan-42")
     # AND the lines are JSON as the formatter writes them

@@ -124,7 +124,8 @@ def test_hostile_references_and_pdfs_fail_their_own_job_and_nothing_else(
         # a permanent reason at its first attempt; a transient one after max_attempts
         expected = 1 if is_permanent(view["failure_reason"]) else MAX_ATTEMPTS
         assert (view["attempts"], view["failed_for_good"]) == (
-            expected, is_permanent(view["failure_reason"])
+            expected,
+            is_permanent(view["failure_reason"]),
         ), name
         # the reason is the agent's words: nothing the hostile source sent
         assert not any(mark in view["last_error"] for mark in ("%%", "xxx", "doctype")), name
@@ -144,9 +145,7 @@ def test_hostile_references_and_pdfs_fail_their_own_job_and_nothing_else(
         "file:///badges/../etc/passwd.pdf",
     ],
 )
-def test_references_that_name_nothing_are_refused_at_acceptance(
-    venue: E2EVenue, ref: str
-) -> None:
+def test_references_that_name_nothing_are_refused_at_acceptance(venue: E2EVenue, ref: str) -> None:
     with pytest.raises(HttpStatusError) as refused:
         venue.submit(PRINTER, "att-refused", ref)
     assert refused.value.status == 422

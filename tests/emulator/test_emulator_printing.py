@@ -38,8 +38,12 @@ async def test_given_a_badge_job_when_sent_then_one_print_is_recorded_with_its_j
     (badge,) = emulator.printed
     assert badge.job_id == "job_A-0001"
     assert emulator.printed_rows() == [
-        {"job_id": "job_A-0001", "at": badge.at, "started_at": badge.started_at,
-         "png": str(badge.png)}
+        {
+            "job_id": "job_A-0001",
+            "at": badge.at,
+            "started_at": badge.started_at,
+            "png": str(badge.png),
+        }
     ]
 
 

@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from badgeline.coordinator.attempts import REFUSALS, client_of
 from badgeline.coordinator.dashboard import SESSION_COOKIE
-from badgeline.coordinator.events import EVENT_LOGGER
+from badgeline.log import EVENT_LOGGER
 from tests.conftest import OPERATOR_TOKEN
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient

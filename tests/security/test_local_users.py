@@ -97,8 +97,11 @@ async def test_another_user_cannot_read_the_agents_journal(shared_folder: Path) 
     journal_path = shared_folder / "agent" / "journal.sqlite3"
     journal = await Journal.open(JournalSettings(path=journal_path))
     try:
-        await journal.record_lease("job-1", "lease-1", {"badge_pdf_ref": "file:///badges/a.pdf",
-                                                         "attendee_id": "att-secret"})
+        await journal.record_lease(
+            "job-1",
+            "lease-1",
+            {"badge_pdf_ref": "file:///badges/a.pdf", "attendee_id": "att-secret"},
+        )
         # THEN another user can read none of its files, nor list the folder
         files = list(journal_path.parent.iterdir())
         assert journal_path in files and len(files) >= 2  # the database, its WAL, its lock…

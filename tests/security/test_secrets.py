@@ -20,8 +20,8 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings, TokenEntry
-from badgeline.coordinator.events import JsonLineFormatter
 from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.log import JsonLineFormatter
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, TEST_PRINTERS, agent_token, auth
 from tests.coordinator import flows
 from tests.coordinator.test_auth import HEARTBEAT

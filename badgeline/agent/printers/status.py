@@ -198,9 +198,7 @@ def read_status_bytes(link: PrinterLink) -> StatusBytes:
     return StatusBytes(*replies)
 
 
-def probe_health(
-    link: PrinterLink, last: PrinterHealthReport | None = None
-) -> PrinterHealthReport:
+def probe_health(link: PrinterLink, last: PrinterHealthReport | None = None) -> PrinterHealthReport:
     """Query the printer's real-time status. Blocking; never raises.
 
     `last` is the printer's last real answer: a busy printer keeps what it said

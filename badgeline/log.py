@@ -1,6 +1,7 @@
-"""Structured JSON log lines: the forensic record of every decision.
+"""Structured JSON log lines for every badgeline process: the forensic record
+of every decision, one logger shared by the coordinator, agents and tools.
 
-Each line is one JSON object with `event` (the seed's names: job_enqueued,
+Each line is one JSON object with `event` (a stable snake_case name: job_enqueued,
 duplicate_suppressed, queue_backpressure, …) and, for job events,
 `correlation_id`, `job_id`, `idempotency_key` and `printer_id`.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import time
 from typing import Any
 
 EVENT_LOGGER = "badgeline.events"
@@ -77,7 +77,3 @@ def job_event(
         correlation_id=correlation_id,
         **fields,
     )
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000
