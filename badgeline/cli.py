@@ -19,7 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("badgeline.agent.main", "run a print agent beside one printer"),
     "emulator": ("badgeline.emulator.main", "run an ESC/POS printer emulator"),
     "demo": ("badgeline.demo", "bring up a whole venue on this machine and print sample badges"),
-    "hash-token": ("badgeline.coordinator.auth", "print the config entry for an API token"),
+    "hash-token": ("badgeline.coordinator.api.auth", "print the config entry for an API token"),
     "provision": ("badgeline.provision.main", "write agent config + installer into a Pi OS image"),
     # operator commands, over the coordinator's HTTP API (badgeline/ops, docs/runbook.md)
     "printers": ("badgeline.ops.printers", "every printer: health, queue, heartbeat, liveness"),

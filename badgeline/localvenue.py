@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from badgeline.coordinator.auth import token_digest
-from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
+from badgeline.coordinator.api.auth import token_digest
+from badgeline.coordinator.store.embedded import EmbeddedRedis, free_port
 
 DEFAULT_PRINTERS = ("printer-a", "printer-b", "printer-c")
 

@@ -85,10 +85,10 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 from stallscrape import Stalls, read_stalls
 
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.redis_pool import WaitingConnectionPool
-from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
-from badgeline.coordinator.script_loader import LoadedScript
+from badgeline.coordinator.store.embedded import EmbeddedRedis, free_port
+from badgeline.coordinator.store.keys import VenueKeys
+from badgeline.coordinator.store.pool import WaitingConnectionPool
+from badgeline.coordinator.store.script_loader import LoadedScript
 from badgeline.protocol.models import PrintJob
 
 TARGETS = ("coordinator", "bare", "bare+write")

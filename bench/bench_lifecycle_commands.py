@@ -69,9 +69,9 @@ from benchkit import (
 )
 from redis.asyncio import Redis
 
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.redis_server import EmbeddedRedis
-from badgeline.coordinator.script_loader import load_scripts
+from badgeline.coordinator.store.embedded import EmbeddedRedis
+from badgeline.coordinator.store.keys import VenueKeys
+from badgeline.coordinator.store.script_loader import load_scripts
 
 # The bench's own commands, never the coordinator's (checked below): left out.
 BENCH_COMMANDS = frozenset({"config|resetstat", "info", "echo", "multi", "exec"})

@@ -54,7 +54,7 @@ from benchkit import (
 )
 from proccpu import priority
 
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 
 BENCH_FILE = Path(__file__).resolve()
 PRINTERS = printer_ids(16)

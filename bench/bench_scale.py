@@ -73,7 +73,7 @@ from benchkit import (
 from proccpu import priority
 from scale_bare import BareVenue
 
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 
 BENCH = Path(__file__).resolve().parent
 P99_TARGET_MS = 50.0

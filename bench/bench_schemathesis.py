@@ -35,7 +35,7 @@ from pathlib import Path
 # Run from a checkout without installing: make `badgeline` and `tests` importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 from tests.security.conftest import running_coordinator
 from tests.security.fuzz import FuzzReport, FuzzTarget, fuzz
 from tests.security.fuzz_stateful import fuzz_stateful

@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from redis.asyncio import Redis
 
-from badgeline.coordinator.redis_pool import WaitingConnectionPool
-from badgeline.coordinator.redis_server import EmbeddedRedis
-from badgeline.coordinator.script_loader import LoadedScript
+from badgeline.coordinator.store.embedded import EmbeddedRedis
+from badgeline.coordinator.store.pool import WaitingConnectionPool
+from badgeline.coordinator.store.script_loader import LoadedScript
 
 SCRIPT = "redis.call('INCR', KEYS[1]) return {1, ARGV[1], 'queued', 'printer-bench', 3}"
 PATHS = {"pooled": False, "lane": True}

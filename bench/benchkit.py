@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
 
-from badgeline.coordinator.auth import token_digest
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.api.auth import token_digest
+from badgeline.coordinator.store.embedded import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 KIOSK_TOKEN = "bench-kiosk-" + secrets.token_hex(8)

@@ -45,7 +45,7 @@ from benchkit import HOST, agent_token, printer_ids, spawn, stop_process, wait_u
 from pydantic import BaseModel, ValidationError
 from redis.asyncio import Redis
 
-from badgeline.coordinator.auth import (
+from badgeline.coordinator.api.auth import (
     Identity,
     TokenAuthority,
     require_printer,
@@ -53,9 +53,9 @@ from badgeline.coordinator.auth import (
     token_digest,
 )
 from badgeline.coordinator.config import Role, TokenEntry
-from badgeline.coordinator.redis_lane import FALL_BACK
-from badgeline.coordinator.redis_pool import WaitingConnectionPool
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
+from badgeline.coordinator.store.lane import FALL_BACK
+from badgeline.coordinator.store.pool import WaitingConnectionPool
 from badgeline.protocol.errors import HTTP_STATUS, BadgelineError
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, PrintJob, StartRequest
 

@@ -1,4 +1,4 @@
-"""Reads a coordinator's stall metrics (badgeline/coordinator/stalls.py) from its
+"""Reads a coordinator's stall metrics (badgeline/coordinator/control/stalls.py) from its
 `GET /metrics`, so a bench can say what held up a round: GC pauses or loop lag."""
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ from cupsd import INSTALL_HINT, PrivateCupsd, missing_tools, print_job
 from proccpu import priority, tree_cpu_seconds
 
 from badgeline.badge import WIDTH_DOTS_80MM, badge_to_escpos
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
 from badgeline.localvenue import LocalVenue, http_json
 from badgeline.samples import sample_badge_pdf
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from badgeline.coordinator.auth import token_digest
+from badgeline.coordinator.api.auth import token_digest
 from badgeline.coordinator.config import CoordinatorSettings, TokenEntry
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 
 KIOSK_TOKEN = "kiosk-token-for-tests"
 # Another kiosk (no group shared with kiosk-1): it must not see kiosk-1's jobs.

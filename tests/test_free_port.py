@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
 
 
 def test_free_port_never_hands_out_a_port_twice_and_each_is_bindable() -> None:

@@ -26,8 +26,8 @@ from typing import Any
 import aiohttp
 
 from badgeline.chaos.proxy import FaultProxy
-from badgeline.coordinator.auth import token_digest
-from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
+from badgeline.coordinator.api.auth import token_digest
+from badgeline.coordinator.store.embedded import EmbeddedRedis, free_port
 from badgeline.localvenue import ManagedProcess, PrinterSlot
 
 # Settings that make a chaos run converge in seconds rather than minutes; each is a

@@ -7,37 +7,37 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from badgeline.coordinator import (
-    api_agent,
-    api_kiosk,
-    api_ops,
-    api_printers,
-    api_reports,
+from badgeline.coordinator.api import (
+    agent,
     artifacts,
     attempts,
     dashboard,
     enrolment,
+    kiosk,
     metrics,
+    ops,
+    printers,
     ratelimit,
+    reports,
     reprint,
 )
-from badgeline.coordinator.auth import TokenAuthority
-from badgeline.coordinator.badge_checks import BadgeChecker
+from badgeline.coordinator.api.auth import TokenAuthority
+from badgeline.coordinator.api.context import COORDINATOR, Coordinator
+from badgeline.coordinator.api.http import correlation_middleware, error_middleware, json_response
+from badgeline.coordinator.api.openapi import build_openapi, registered_routes
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.context import COORDINATOR, Coordinator
-from badgeline.coordinator.failover import FailoverController
-from badgeline.coordinator.http import correlation_middleware, error_middleware, json_response
-from badgeline.coordinator.lease_scanner import (
+from badgeline.coordinator.control.badge_checks import BadgeChecker
+from badgeline.coordinator.control.failover import FailoverController
+from badgeline.coordinator.control.lease_scanner import (
     LEASED_REPAIR_INTERVAL_S,
     expire_leases_once,
     repair_leased_sets_once,
 )
-from badgeline.coordinator.openapi import build_openapi, registered_routes
-from badgeline.coordinator.redis_client import RedisClient
-from badgeline.coordinator.routing import Router
-from badgeline.coordinator.store import JobStore
-from badgeline.coordinator.upkeep import UpkeepLoop
-from badgeline.coordinator.wakeups import WakeHub
+from badgeline.coordinator.control.routing import Router
+from badgeline.coordinator.control.upkeep import UpkeepLoop
+from badgeline.coordinator.control.wakeups import WakeHub
+from badgeline.coordinator.store.connection import RedisClient
+from badgeline.coordinator.store.jobs import JobStore
 from badgeline.discovery.agents import AgentBrowser
 from badgeline.log import log_event
 
@@ -74,12 +74,12 @@ def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Applica
     )
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/openapi.json", openapi)
-    app.add_routes(api_kiosk.routes)
-    app.add_routes(api_agent.routes)
-    app.add_routes(api_ops.routes)
+    app.add_routes(kiosk.routes)
+    app.add_routes(agent.routes)
+    app.add_routes(ops.routes)
     app.add_routes(artifacts.routes)
-    app.add_routes(api_printers.routes)
-    app.add_routes(api_reports.routes)
+    app.add_routes(printers.routes)
+    app.add_routes(reports.routes)
     app.add_routes(reprint.routes)
     metrics.install(app)
     dashboard.setup(app)

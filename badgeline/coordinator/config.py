@@ -78,7 +78,7 @@ class CoordinatorSettings(BaseModel):
         " every command line",
     )
     # Redis Cluster and Sentinel (docs/config.md, "Redis Cluster and Sentinel";
-    # badgeline/coordinator/redis_client.py).
+    # badgeline/coordinator/store/connection.py).
     redis_mode: Literal["standalone", "cluster", "sentinel"] = "standalone"
     redis_cluster_nodes: list[str] = Field(
         default_factory=list, description="host:port of more cluster nodes to start from"
@@ -134,7 +134,7 @@ class CoordinatorSettings(BaseModel):
     )
 
     # Callers' limits, slow clients, TLS and enrolment (docs/config.md, "Limits, TLS and
-    # enrolment"; badgeline/coordinator/ratelimit.py, tls.py, enrolment.py).
+    # enrolment"; badgeline/coordinator/api/ratelimit.py, tls.py, enrolment.py).
     kiosk_rate_per_s: float | None = Field(default=None, gt=0, le=10_000)
     kiosk_burst: int = Field(default=20, ge=1, le=100_000)
     kiosk_daily_quota: int | None = Field(default=None, ge=1, le=10_000_000)

@@ -16,11 +16,11 @@ from pathlib import Path
 from aiohttp import web
 
 from badgeline import systemd_notify
-from badgeline.coordinator import tls
+from badgeline.coordinator.api import tls
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings, load_coordinator_settings
-from badgeline.coordinator.redis_client import RedisClient, RedisUnreachableAtStart, connected
-from badgeline.coordinator.redis_server import EmbeddedRedis, RedisServerError
+from badgeline.coordinator.store.connection import RedisClient, RedisUnreachableAtStart, connected
+from badgeline.coordinator.store.embedded import EmbeddedRedis, RedisServerError
 from badgeline.discovery import DiscoveryError
 from badgeline.discovery.advertise import CoordinatorAdvertiser
 from badgeline.log import configure_logging, log_event

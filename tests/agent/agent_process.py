@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 
 from badgeline.agent.config import AgentSettings
-from badgeline.coordinator.auth import token_digest
+from badgeline.coordinator.api.auth import token_digest
 from badgeline.coordinator.config import CoordinatorSettings, TokenEntry
 from badgeline.emulator import PrinterEmulator
 from tests.conftest import agent_token

@@ -24,7 +24,7 @@ from badgeline.agent.service import Agent
 from badgeline.agent.sources import BadgeSources
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
 from badgeline.emulator import PrinterEmulator
 from badgeline.samples import core_font_badge_pdf, sample_badge_pdf
 from tests.agent.agent_process import (

@@ -9,7 +9,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.emulator import Fault, PrinterEmulator
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
 from tests.helpers import wait_for

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
 from badgeline.emulator import PrinterEmulator
 from tests.agent.agent_process import AgentProcess, emulator_table, write_agent_toml
 from tests.agent.conftest import LiveCoordinator

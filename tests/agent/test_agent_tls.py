@@ -15,7 +15,7 @@ import pytest
 from badgeline.agent.client import CoordinatorClient
 from badgeline.agent.config import TOKEN_FILE_NAME, AgentSettings
 from badgeline.agent.http_client import HttpFailure
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 from badgeline.emulator import PrinterEmulator
 from tests.agent.agent_process import (
     LOOPBACK,

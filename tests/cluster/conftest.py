@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestClient
 
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.redis_client import connected
+from badgeline.coordinator.store.connection import connected
 from tests.cluster.servers import LocalCluster
 from tests.conftest import test_tokens
 

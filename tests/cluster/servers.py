@@ -17,8 +17,8 @@ from pathlib import Path
 import redis
 from redis.crc import key_slot
 
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.redis_server import EmbeddedRedis, find_server_binary, free_port
+from badgeline.coordinator.store.embedded import EmbeddedRedis, find_server_binary, free_port
+from badgeline.coordinator.store.keys import VenueKeys
 
 SLOTS = 16384
 

@@ -12,11 +12,11 @@ import pytest
 import redis as sync_redis
 from aiohttp.test_utils import TestClient
 
+from badgeline.coordinator.api.context import COORDINATOR
 from badgeline.coordinator.config import ConfigError
-from badgeline.coordinator.context import COORDINATOR
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.redis_client import connected
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.connection import connected
+from badgeline.coordinator.store.embedded import EmbeddedRedis
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.cluster.conftest import MakeVenue, cluster_settings
 from tests.cluster.servers import LocalCluster
 from tests.conftest import OPERATOR_TOKEN, agent_token, auth

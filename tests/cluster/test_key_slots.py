@@ -18,8 +18,8 @@ from redis.crc import key_slot
 
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.script_loader import LoadedScript, load_scripts
+from badgeline.coordinator.store.keys import VenueKeys
+from badgeline.coordinator.store.script_loader import LoadedScript, load_scripts
 from tests.coordinator import flows
 from tests.helpers import job_body, wait_for
 

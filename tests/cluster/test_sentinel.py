@@ -14,8 +14,8 @@ from redis.exceptions import ResponseError
 
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.redis_client import connected
+from badgeline.coordinator.store.connection import connected
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.cluster.servers import LocalSentinel
 from tests.conftest import test_tokens as configured_tokens
 from tests.coordinator import flows

@@ -10,7 +10,7 @@ from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
-from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
 from tests.helpers import job_body
 

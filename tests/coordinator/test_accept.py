@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.redis_client import connect
+from badgeline.coordinator.store.connection import connect
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, auth
 from tests.coordinator import flows
 from tests.helpers import job_body

@@ -10,7 +10,7 @@ from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.helpers import job_body, wait_for

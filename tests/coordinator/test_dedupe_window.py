@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.helpers import job_body

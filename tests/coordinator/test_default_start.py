@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 from redis.asyncio import Redis
 
-from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
+from badgeline.coordinator.store.embedded import EmbeddedRedis, free_port
 from tests.helpers import wait_for
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
 from badgeline.protocol.states import JobState
 from tests import conftest as shared
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, TEST_PRINTERS, auth

@@ -13,9 +13,9 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.failover import FailoverController
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.store import JobStore
+from badgeline.coordinator.control.failover import FailoverController
+from badgeline.coordinator.store.jobs import JobStore
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
 from tests.coordinator.conftest import MakeClient
 from tests.helpers import job_body, wait_for
@@ -301,7 +301,7 @@ async def test_coordinators_own_downtime_is_not_missed_heartbeats(
     # GIVEN a healthy printer whose last heartbeat is long ago because every
     # coordinator was down (simulated: the monitor's and the beat's clocks moved back)
     await beat(fleet, "printer-a")
-    from badgeline.coordinator.keys import VenueKeys
+    from badgeline.coordinator.store.keys import VenueKeys
 
     keys = VenueKeys(settings.venue)
     seconds, _ = await redis.time()

@@ -8,7 +8,7 @@ import tomllib
 import pytest
 
 from badgeline.cli import main
-from badgeline.coordinator.auth import Identity, TokenAuthority
+from badgeline.coordinator.api.auth import Identity, TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings
 
 

@@ -12,10 +12,10 @@ import pytest
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.failover import FailoverController
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.routing import Route
-from badgeline.coordinator.store import JobStore
+from badgeline.coordinator.control.failover import FailoverController
+from badgeline.coordinator.control.routing import Route
+from badgeline.coordinator.store.jobs import JobStore
+from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.protocol.agent_models import AckRequest, HeartbeatRequest, PrinterHealthReport
 from badgeline.protocol.models import PrintJob
 from badgeline.protocol.states import AckResult

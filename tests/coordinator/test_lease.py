@@ -11,10 +11,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
+from badgeline.coordinator.api.context import COORDINATOR
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.context import COORDINATOR
-from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.conftest import OPERATOR_TOKEN, agent_token, auth
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient

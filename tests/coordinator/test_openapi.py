@@ -8,7 +8,9 @@ from typing import Any
 import jsonschema_rs
 from aiohttp.test_utils import TestClient
 
-from badgeline.coordinator import api_agent, api_kiosk, api_ops
+from badgeline.coordinator.api import agent as api_agent
+from badgeline.coordinator.api import kiosk as api_kiosk
+from badgeline.coordinator.api import ops as api_ops
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.helpers import job_body
@@ -76,7 +78,7 @@ async def test_openapi_documents_every_registered_route(client: Client) -> None:
         for method, op in ops.items()
         if op.get("x-undocumented")
     )
-    assert undocumented == [], "add them to badgeline/coordinator/openapi_operations.py"
+    assert undocumented == [], "add them to badgeline/coordinator/api/openapi_operations.py"
     # AND an operator route carries its query model and the error answers
     stats = document["paths"]["/v1/stats"]["get"]
     assert [param["name"] for param in stats["parameters"]] == ["by"]

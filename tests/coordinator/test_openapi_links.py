@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from badgeline.coordinator.openapi import build_openapi
-from badgeline.coordinator.openapi_links import LINKS
+from badgeline.coordinator.api.openapi import build_openapi
+from badgeline.coordinator.api.openapi_links import LINKS
 
 PREFIX = "#/components/schemas/"
 

@@ -15,7 +15,7 @@ from redis.exceptions import DataError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.redis_pool import HiredisPacking, WaitingConnectionPool
+from badgeline.coordinator.store.pool import HiredisPacking, WaitingConnectionPool
 
 
 async def test_an_exhausted_pool_waits_for_a_returned_connection(

@@ -14,12 +14,12 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from badgeline.coordinator import main as coordinator_main
-from badgeline.coordinator import redis_client
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings
-from badgeline.coordinator.redis_client import connected
-from badgeline.coordinator.redis_pool import WaitingConnectionPool
-from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
-from badgeline.coordinator.script_loader import LoadedScript
+from badgeline.coordinator.store import connection as redis_client
+from badgeline.coordinator.store.connection import connected
+from badgeline.coordinator.store.embedded import EmbeddedRedis, free_port
+from badgeline.coordinator.store.pool import WaitingConnectionPool
+from badgeline.coordinator.store.script_loader import LoadedScript
 from badgeline.log import EVENT_LOGGER, JsonLineFormatter
 from tests.helpers import wait_for
 

@@ -11,9 +11,9 @@ from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.lease_scanner import repair_leased_sets_once
-from badgeline.coordinator.store import JobStore
+from badgeline.coordinator.control.lease_scanner import repair_leased_sets_once
+from badgeline.coordinator.store.jobs import JobStore
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.helpers import job_body, wait_for

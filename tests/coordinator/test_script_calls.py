@@ -18,9 +18,9 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.redis_lane import ScriptLane
-from badgeline.coordinator.redis_pool import WaitingConnectionPool
-from badgeline.coordinator.script_loader import LoadedScript
+from badgeline.coordinator.store.lane import ScriptLane
+from badgeline.coordinator.store.pool import WaitingConnectionPool
+from badgeline.coordinator.store.script_loader import LoadedScript
 from tests.helpers import wait_for
 
 INCR = "return redis.call('INCR', KEYS[1])"

@@ -9,7 +9,7 @@ import time
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from badgeline.coordinator.stalls import GC_PAUSES, LoopLag, StallCollector
+from badgeline.coordinator.control.stalls import GC_PAUSES, LoopLag, StallCollector
 from tests.helpers import wait_for
 
 

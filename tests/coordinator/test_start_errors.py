@@ -11,7 +11,7 @@ from pathlib import Path
 
 import aiohttp
 
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
 from tests.helpers import taken_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 from tests.coordinator import flows
 from tests.helpers import job_body
 

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from badgeline.coordinator.upkeep import UpkeepLoop
+from badgeline.coordinator.control.upkeep import UpkeepLoop
 
 
 async def test_stops_when_the_step_turns_cancellation_into_another_error() -> None:

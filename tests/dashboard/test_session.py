@@ -12,10 +12,10 @@ import aiohttp
 from aiohttp import web
 from redis.asyncio import Redis
 
+from badgeline.coordinator.api.dashboard import SESSION_COOKIE, SESSION_TTL_S
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.dashboard import SESSION_COOKIE, SESSION_TTL_S
-from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
 from tests.coordinator.flows import venue_snapshot, without_attempts
 from tests.dashboard.conftest import Client, sign_in

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
 from tests.failover.checks import check_printed_once, wait_all_printed, wait_for
 from tests.failover.conftest import VenueFactory
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
 from badgeline.discovery.coordinator import find_coordinator
 
 

@@ -12,7 +12,7 @@ import pytest
 from zeroconf import DNSIncoming
 from zeroconf.asyncio import AsyncServiceInfo
 
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 from badgeline.discovery import (
     COORDINATOR_SERVICE_TYPE,
     CoordinatorFollower,

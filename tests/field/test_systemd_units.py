@@ -19,7 +19,7 @@ import pytest
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from badgeline.coordinator.redis_server import find_server_binary
+from badgeline.coordinator.store.embedded import find_server_binary
 
 UNITS_DIR = Path(__file__).resolve().parents[2] / "systemd"
 INSTALLED_BADGELINE = "/opt/badgeline/venv/bin/badgeline"

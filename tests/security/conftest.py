@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
-from badgeline.coordinator.redis_server import free_port
+from badgeline.coordinator.store.embedded import free_port
 from tests.conftest import test_tokens
 from tests.coordinator.conftest import client, make_client  # noqa: F401 (the same fixtures)
 

@@ -5,7 +5,7 @@ the ids one answer gives into the next call reach the states in between: a job
 submitted then read, canceled, reprinted or submitted again; a job leased, then
 started and acked under its lease (and acked twice); an enrolment code
 exchanged (twice: single use). The links live in
-badgeline/coordinator/openapi_links.py; schemathesis builds a hypothesis state
+badgeline/coordinator/api/openapi_links.py; schemathesis builds a hypothesis state
 machine from them (`schema.as_state_machine()`), whose rules are "call this
 operation with what that answer gave".
 

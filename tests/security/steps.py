@@ -7,7 +7,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
-from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.coordinator import flows
 
 Client = TestClient[Any, Any]

@@ -23,10 +23,10 @@ import pytest
 from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
+from badgeline.coordinator.api.ratelimit import KIOSK_ROUTES
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.ratelimit import KIOSK_ROUTES
+from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.samples import sample_badge_pdf
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, OTHER_KIOSK_TOKEN, agent_token, auth
 from tests.coordinator import flows

@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from badgeline.coordinator.attempts import REFUSALS, client_of
-from badgeline.coordinator.dashboard import SESSION_COOKIE
+from badgeline.coordinator.api.attempts import REFUSALS, client_of
+from badgeline.coordinator.api.dashboard import SESSION_COOKIE
 from badgeline.log import EVENT_LOGGER
 from tests.conftest import OPERATOR_TOKEN
 from tests.coordinator import flows

@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.conftest import auth
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient

@@ -10,9 +10,9 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
-from badgeline.coordinator.auth import token_digest
+from badgeline.coordinator.api.auth import token_digest
 from badgeline.coordinator.config import CoordinatorSettings, TokenEntry
-from badgeline.coordinator.keys import VenueKeys
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.conftest import KIOSK_TOKEN, OTHER_KIOSK_TOKEN, auth
 from tests.conftest import test_tokens as configured_tokens
 from tests.coordinator import flows

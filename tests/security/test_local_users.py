@@ -20,7 +20,7 @@ import pytest
 from redis.asyncio import Redis
 
 from badgeline.agent.journal import Journal, JournalSettings
-from badgeline.coordinator.redis_server import PASSWORD_FILE, EmbeddedRedis
+from badgeline.coordinator.store.embedded import PASSWORD_FILE, EmbeddedRedis
 from badgeline.private_files import private_dir
 
 pytestmark = pytest.mark.skipif(

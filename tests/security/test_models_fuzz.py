@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from badgeline.coordinator.enrolment import (
+from badgeline.coordinator.api.enrolment import (
     AGENT_ID_PATTERN,
     CODE_PATTERN,
     EnrolmentCodeRequest,

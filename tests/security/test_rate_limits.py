@@ -12,8 +12,8 @@ from typing import Any
 from aiohttp.test_utils import TestClient, TestServer
 from redis.asyncio import Redis
 
+from badgeline.coordinator.api.ratelimit import LIMITS
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.ratelimit import LIMITS
 from tests.conftest import test_tokens as configured_tokens
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient

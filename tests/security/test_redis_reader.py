@@ -12,10 +12,10 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 
-from badgeline.coordinator.auth import token_digest
+from badgeline.coordinator.api.auth import token_digest
+from badgeline.coordinator.api.sessions import SESSION_COOKIE
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.sessions import SESSION_COOKIE
+from badgeline.coordinator.store.keys import VenueKeys
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, auth
 from tests.coordinator import flows
 from tests.coordinator.test_auth import HEARTBEAT

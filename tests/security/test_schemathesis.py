@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 from tests.conftest import KIOSK_TOKEN, agent_token
 from tests.helpers import job_body
 from tests.security.conftest import LiveCoordinator, running_coordinator

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings, TokenEntry
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 from badgeline.log import JsonLineFormatter
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, TEST_PRINTERS, agent_token, auth
 from tests.coordinator import flows

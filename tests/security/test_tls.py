@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from badgeline.coordinator.config import ConfigError, load_coordinator_settings
-from badgeline.coordinator.redis_server import EmbeddedRedis
+from badgeline.coordinator.store.embedded import EmbeddedRedis
 from tests.conftest import KIOSK_TOKEN
 from tests.helpers import job_body
 from tests.security.conftest import (

@@ -33,8 +33,8 @@ from redis.exceptions import RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from badgeline.coordinator.config import ConfigError, CoordinatorSettings
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.redis_pool import WaitingConnectionPool
+from badgeline.coordinator.store.keys import VenueKeys
+from badgeline.coordinator.store.pool import WaitingConnectionPool
 from badgeline.log import log_event
 
 RedisClient: TypeAlias = Redis | RedisCluster

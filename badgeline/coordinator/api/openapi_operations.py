@@ -15,14 +15,11 @@ from typing import Final
 
 from pydantic import BaseModel
 
-from badgeline.coordinator import (
-    api_agent,
-    api_ops,
-    api_printers,
-    api_reports,
-    enrolment,
-    reprint,
-)
+from badgeline.coordinator.api import agent as api_agent
+from badgeline.coordinator.api import enrolment, reprint
+from badgeline.coordinator.api import ops as api_ops
+from badgeline.coordinator.api import printers as api_printers
+from badgeline.coordinator.api import reports as api_reports
 from badgeline.protocol import models as m
 
 JSON_OBJECT: Final = "json-object"

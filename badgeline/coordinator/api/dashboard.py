@@ -20,19 +20,19 @@ from typing import Any
 
 from aiohttp import web
 
-from badgeline.coordinator.context import (
+from badgeline.coordinator.api.context import (
     SESSION_IDENTITY,
     Coordinator,
     authenticate,
     coordinator_of,
 )
-from badgeline.coordinator.http import (
+from badgeline.coordinator.api.http import (
     AUTH_CHALLENGE,
     CORRELATION_HEADER,
     correlation_id,
     refuse_declared_oversize,
 )
-from badgeline.coordinator.sessions import (
+from badgeline.coordinator.api.sessions import (
     CSRF_HEADER,
     SESSION_COOKIE,
     SESSION_TTL_S,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.store import JobStore
+from badgeline.coordinator.store.jobs import JobStore
 from badgeline.log import log_event
 
 ACTOR = "coordinator:failover"

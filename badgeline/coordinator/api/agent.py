@@ -14,10 +14,10 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from badgeline.coordinator.auth import require_printer
-from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.http import job_id_param, json_response, query_model, read_model
-from badgeline.coordinator.metrics import observe_printed
+from badgeline.coordinator.api.auth import require_printer
+from badgeline.coordinator.api.context import Coordinator, authenticate
+from badgeline.coordinator.api.http import job_id_param, json_response, query_model, read_model
+from badgeline.coordinator.api.metrics import observe_printed
 from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id

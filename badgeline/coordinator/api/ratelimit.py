@@ -29,21 +29,21 @@ from dataclasses import dataclass, field
 import redis.exceptions
 from aiohttp import web
 
-from badgeline.coordinator.auth import Identity
-from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.context import (
+from badgeline.coordinator.api.auth import Identity
+from badgeline.coordinator.api.context import (
     COORDINATOR,
     SESSION_IDENTITY,
     TOKEN_IDENTITY,
     Coordinator,
     coordinator_of,
 )
-from badgeline.coordinator.http import (
+from badgeline.coordinator.api.http import (
     CORRELATION_HEADER,
     Handler,
     correlation_id,
     error_response,
 )
+from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 

@@ -8,17 +8,16 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from badgeline.coordinator.auth import Identity
-from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.context import authenticate
-from badgeline.coordinator.http import (
+from badgeline.coordinator.api.auth import Identity
+from badgeline.coordinator.api.context import authenticate
+from badgeline.coordinator.api.http import (
     correlation_id,
     job_id_param,
     json_response,
     query_model,
     read_model,
 )
-from badgeline.coordinator.visibility import (
+from badgeline.coordinator.api.visibility import (
     IdempotencyConflict,
     JobOwner,
     check_visible,
@@ -27,6 +26,7 @@ from badgeline.coordinator.visibility import (
     visible_job,
     visible_jobs,
 )
+from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import ATTENDEE_ID_PATTERN

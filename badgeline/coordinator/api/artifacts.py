@@ -15,9 +15,13 @@ import re
 
 from aiohttp import web
 
-from badgeline.coordinator.badge_checks import BadgeChecker, BadgeRejected, CheckerUnavailable
-from badgeline.coordinator.context import authenticate
-from badgeline.coordinator.http import json_response, refuse_declared_oversize
+from badgeline.coordinator.api.context import authenticate
+from badgeline.coordinator.api.http import json_response, refuse_declared_oversize
+from badgeline.coordinator.control.badge_checks import (
+    BadgeChecker,
+    BadgeRejected,
+    CheckerUnavailable,
+)
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 

@@ -30,12 +30,12 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 
-from badgeline.coordinator.api_printers import printer_summary
-from badgeline.coordinator.api_reports import Census, take_census
-from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.http import Handler
-from badgeline.coordinator.stalls import GC_PAUSES, LoopLag, StallCollector
-from badgeline.coordinator.store import AckOutcome
+from badgeline.coordinator.api.context import Coordinator, authenticate
+from badgeline.coordinator.api.http import Handler
+from badgeline.coordinator.api.printers import printer_summary
+from badgeline.coordinator.api.reports import Census, take_census
+from badgeline.coordinator.control.stalls import GC_PAUSES, LoopLag, StallCollector
+from badgeline.coordinator.store.jobs import AckOutcome
 from badgeline.log import log_event
 from badgeline.protocol.states import JobState
 

@@ -18,10 +18,10 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from badgeline import __version__
-from badgeline.coordinator.attempts import GUESSED_ROUTES
-from badgeline.coordinator.openapi_links import links_for
-from badgeline.coordinator.openapi_operations import BY_KEY, JSON_OBJECT, Body, Operation
-from badgeline.coordinator.ratelimit import KIOSK_ROUTES, LEASE_ROUTE
+from badgeline.coordinator.api.attempts import GUESSED_ROUTES
+from badgeline.coordinator.api.openapi_links import links_for
+from badgeline.coordinator.api.openapi_operations import BY_KEY, JSON_OBJECT, Body, Operation
+from badgeline.coordinator.api.ratelimit import KIOSK_ROUTES, LEASE_ROUTE
 from badgeline.protocol import models as m
 
 _PATH_PARAM = re.compile(r"\{(\w+)\}")

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from badgeline.coordinator.auth import Identity, TokenAuthority
-from badgeline.coordinator.badge_checks import BadgeChecker
+from badgeline.coordinator.api.auth import Identity, TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings, Role
-from badgeline.coordinator.failover import FailoverController
-from badgeline.coordinator.routing import Router
-from badgeline.coordinator.store import JobStore
-from badgeline.coordinator.wakeups import WakeHub
+from badgeline.coordinator.control.badge_checks import BadgeChecker
+from badgeline.coordinator.control.failover import FailoverController
+from badgeline.coordinator.control.routing import Router
+from badgeline.coordinator.control.wakeups import WakeHub
+from badgeline.coordinator.store.jobs import JobStore
 from badgeline.discovery.agents import AgentBrowser
 
 
@@ -46,7 +46,7 @@ def coordinator_of(request: web.Request) -> Coordinator:
 
 
 def authenticate(request: web.Request, *roles: Role) -> tuple[Coordinator, Identity]:
-    from badgeline.coordinator.auth import require_role
+    from badgeline.coordinator.api.auth import require_role
 
     coordinator = coordinator_of(request)
     identity = (

@@ -13,13 +13,13 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from badgeline.coordinator.api.visibility import IdempotencyConflict, JobOwner
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.coordinator.health import probe_verdict
-from badgeline.coordinator.keys import VenueKeys
-from badgeline.coordinator.redis_client import RedisClient
-from badgeline.coordinator.routing import Route, no_printer_available
-from badgeline.coordinator.script_loader import LoadedScript, load_scripts
-from badgeline.coordinator.visibility import IdempotencyConflict, JobOwner
+from badgeline.coordinator.control.health import probe_verdict
+from badgeline.coordinator.control.routing import Route, no_printer_available
+from badgeline.coordinator.store.connection import RedisClient
+from badgeline.coordinator.store.keys import VenueKeys
+from badgeline.coordinator.store.script_loader import LoadedScript, load_scripts
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.failures import is_permanent
 from badgeline.protocol.models import AckRequest, HeartbeatRequest, JobView, PrintJob

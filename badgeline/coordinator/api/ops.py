@@ -5,8 +5,8 @@ from __future__ import annotations
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from badgeline.coordinator.context import authenticate
-from badgeline.coordinator.http import json_response, query_model, read_model
+from badgeline.coordinator.api.context import authenticate
+from badgeline.coordinator.api.http import json_response, query_model, read_model
 from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id

@@ -21,7 +21,7 @@ from redis.exceptions import DataError, MaxConnectionsError, NoScriptError, Resp
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.maint_notifications import MaintNotificationsConfig
 
-from badgeline.coordinator.redis_lane import FALL_BACK, ScriptLane
+from badgeline.coordinator.store.lane import FALL_BACK, ScriptLane
 
 # A script call on the pipelined lane that hears nothing from Redis this long
 # fails (503), with every call behind it. Far above any script's run time: Redis

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from badgeline.coordinator.store import JobStore
+from badgeline.coordinator.store.jobs import JobStore
 from badgeline.log import job_event, log_event
 
 ACTOR = "coordinator:lease-scanner"

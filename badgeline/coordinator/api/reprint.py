@@ -13,11 +13,11 @@ import logging
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from badgeline.coordinator.api_kiosk import SHED_RETRY_AFTER_S, spill_peers
-from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.http import correlation_id, job_id_param, json_response, read_model
-from badgeline.coordinator.store import AcceptOutcome
-from badgeline.coordinator.visibility import owner_of
+from badgeline.coordinator.api.context import Coordinator, authenticate
+from badgeline.coordinator.api.http import correlation_id, job_id_param, json_response, read_model
+from badgeline.coordinator.api.kiosk import SHED_RETRY_AFTER_S, spill_peers
+from badgeline.coordinator.api.visibility import owner_of
+from badgeline.coordinator.store.jobs import AcceptOutcome
 from badgeline.log import job_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import IDEMPOTENCY_KEY_PATTERN, PRINTER_TARGET_PATTERN

@@ -17,11 +17,11 @@ from typing import Any
 
 from redis.commands.core import AsyncScript
 
-from badgeline.coordinator.redis_client import RedisClient
-from badgeline.coordinator.redis_lane import FALL_BACK
-from badgeline.coordinator.redis_pool import WaitingConnectionPool
+from badgeline.coordinator.store.connection import RedisClient
+from badgeline.coordinator.store.lane import FALL_BACK
+from badgeline.coordinator.store.pool import WaitingConnectionPool
 
-_SCRIPTS_PACKAGE = "badgeline.coordinator.scripts"
+_SCRIPTS_PACKAGE = "badgeline.coordinator.store.scripts"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ its queue goes from empty to one job (only then can a long-poll be parked on
 it: scripts/includes/common.lua), and `pause` and `resume` publish for the printer
 they change; one pub/sub connection per coordinator process fans that out to
 local waiters. Nothing publishes when a timed pause runs out: a long-poll parked
-on a paused printer caps its wait at the pause's end instead (api_agent.lease).
+on a paused printer caps its wait at the pause's end instead (api/agent.py, lease).
 A wake-up is only a hint: the woken handler runs the atomic lease script, which
 may find nothing because another replica won. If the subscription drops, every
 waiter is woken so that nobody sleeps through work while it reconnects.
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from redis.asyncio.client import PubSub
 
-from badgeline.coordinator.redis_client import RedisClient
+from badgeline.coordinator.store.connection import RedisClient
 from badgeline.log import log_event
 
 # Ping an idle subscription now and then so a dead connection is noticed.

@@ -16,11 +16,11 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from badgeline.coordinator.api_printers import printer_summary
-from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.http import json_response, query_model
-from badgeline.coordinator.rebalance import SKEW_MARGIN
-from badgeline.coordinator.routing import STALE_AFTER_INTERVALS
+from badgeline.coordinator.api.context import Coordinator, authenticate
+from badgeline.coordinator.api.http import json_response, query_model
+from badgeline.coordinator.api.printers import printer_summary
+from badgeline.coordinator.control.rebalance import SKEW_MARGIN
+from badgeline.coordinator.control.routing import STALE_AFTER_INTERVALS
 from badgeline.protocol.states import TERMINAL_STATES
 
 routes = web.RouteTableDef()

@@ -28,15 +28,15 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from badgeline.coordinator.auth import Identity, bearer_digest
-from badgeline.coordinator.context import (
+from badgeline.coordinator.api.auth import Identity, bearer_digest
+from badgeline.coordinator.api.context import (
     SESSION_IDENTITY,
     TOKEN_IDENTITY,
     Coordinator,
     authenticate,
     coordinator_of,
 )
-from badgeline.coordinator.http import Handler, json_response, read_model
+from badgeline.coordinator.api.http import Handler, json_response, read_model
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import PRINTER_ID_PATTERN

@@ -32,8 +32,8 @@ from typing import Any
 
 from aiohttp import web
 
-from badgeline.coordinator.context import coordinator_of
-from badgeline.coordinator.http import Handler
+from badgeline.coordinator.api.context import coordinator_of
+from badgeline.coordinator.api.http import Handler
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 

@@ -9,9 +9,9 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from badgeline.coordinator.context import Coordinator, authenticate
-from badgeline.coordinator.http import json_response, read_model
-from badgeline.coordinator.rebalance import rebalance
+from badgeline.coordinator.api.context import Coordinator, authenticate
+from badgeline.coordinator.api.http import json_response, read_model
+from badgeline.coordinator.control.rebalance import rebalance
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import PRINTER_ID_PATTERN, is_printer_id

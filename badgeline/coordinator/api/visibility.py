@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from badgeline.coordinator.auth import Identity
+from badgeline.coordinator.api.auth import Identity
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.models import JobView
 
 if TYPE_CHECKING:  # store.py imports JobOwner from here
-    from badgeline.coordinator.store import JobStore
+    from badgeline.coordinator.store.jobs import JobStore
 
 # The job hash fields JobOwner is read from, in this order (accept-7.lua returns
 # the same three for a key it already holds).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from badgeline.coordinator.context import Coordinator
+from badgeline.coordinator.api.context import Coordinator
 from badgeline.log import log_event
 
 # A queue is skewed when it holds this many more jobs than the least-loaded

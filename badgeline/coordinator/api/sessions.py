@@ -30,9 +30,9 @@ from typing import Any
 
 from aiohttp import web
 
-from badgeline.coordinator.auth import Identity, session_proof, token_digest
-from badgeline.coordinator.context import SESSION_IDENTITY, Coordinator, coordinator_of
-from badgeline.coordinator.http import Handler
+from badgeline.coordinator.api.auth import Identity, session_proof, token_digest
+from badgeline.coordinator.api.context import SESSION_IDENTITY, Coordinator, coordinator_of
+from badgeline.coordinator.api.http import Handler
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
 SESSION_COOKIE = "badgeline_session"

@@ -1,0 +1,1 @@
+"""HTTP and nothing else: routes, middlewares, auth, limits, the dashboard, OpenAPI, metrics."""

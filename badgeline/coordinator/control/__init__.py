@@ -1,0 +1,1 @@
+"""The loops and decisions that keep jobs moving: failover, health, leases, routing, wake-ups."""
