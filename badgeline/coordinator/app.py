@@ -24,6 +24,7 @@ from badgeline.coordinator.api import (
 from badgeline.coordinator.api.auth import TokenAuthority
 from badgeline.coordinator.api.context import COORDINATOR, Coordinator
 from badgeline.coordinator.api.http import correlation_middleware, error_middleware, json_response
+from badgeline.coordinator.api.observations import METRICS, observe_requests
 from badgeline.coordinator.api.openapi import build_openapi, registered_routes
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.control.badge_checks import BadgeChecker
@@ -36,8 +37,8 @@ from badgeline.coordinator.control.lease_scanner import (
 from badgeline.coordinator.control.routing import Router
 from badgeline.coordinator.control.upkeep import UpkeepLoop
 from badgeline.coordinator.control.wakeups import WakeHub
+from badgeline.coordinator.store import Store
 from badgeline.coordinator.store.connection import RedisClient
-from badgeline.coordinator.store.jobs import JobStore
 from badgeline.discovery.agents import AgentBrowser
 from badgeline.log import log_event
 
@@ -47,7 +48,7 @@ UPKEEP_LOOPS = web.AppKey("upkeep_loops", list[UpkeepLoop])
 async def healthz(request: web.Request) -> web.Response:
     coordinator = request.app[COORDINATOR]
     try:
-        await coordinator.store.redis.ping()
+        await coordinator.store.ping()
     except Exception as error:  # the probe reports; it never fails the request
         return json_response({"ok": False, "redis": str(error)}, status=503)
     return json_response({"ok": True, "venue": coordinator.settings.venue})
@@ -59,15 +60,15 @@ async def openapi(request: web.Request) -> web.Response:
 
 def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Application:
     app = web.Application(
-        middlewares=[correlation_middleware, metrics.observe_requests, error_middleware],
+        middlewares=[correlation_middleware, observe_requests, error_middleware],
         client_max_size=settings.max_body_bytes,
     )
-    store = JobStore(redis, settings)
+    store = Store(redis, settings)
     app[COORDINATOR] = Coordinator(
         settings=settings,
         store=store,
         auth=TokenAuthority(settings.tokens),
-        wakeups=WakeHub(redis, store.keys.wake_channel),
+        wakeups=WakeHub(store.wake_channel),
         router=Router(settings),
         failover=FailoverController(store, settings),
         badge_checker=BadgeChecker(settings.artifact_max_bytes),
@@ -121,9 +122,9 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     for loop in loops:
         loop.start()
     app[UPKEEP_LOOPS] = loops
-    app[metrics.METRICS].loop_lag.start()
+    app[METRICS].loop_lag.start()
     yield
-    await app[metrics.METRICS].loop_lag.stop()
+    await app[METRICS].loop_lag.stop()
     for loop in loops:
         await loop.stop()
     await coordinator.wakeups.stop()

@@ -14,7 +14,7 @@ from redis.asyncio import Redis
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.control.failover import FailoverController
-from badgeline.coordinator.store.jobs import JobStore
+from badgeline.coordinator.store import Store
 from badgeline.coordinator.store.keys import VenueKeys
 from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
 from tests.coordinator.conftest import MakeClient
@@ -327,7 +327,7 @@ async def test_a_tick_runs_the_timer_scripts_only_when_the_fleet_read_found_work
     """The monitor ticks 10 times a second on every replica: resolve_inflight,
     promote_retries and unpark run only on a tick whose fleet read (check_heartbeats)
     found work for them. No app here, so no monitor of its own runs beside the test."""
-    failover = FailoverController(JobStore(redis, settings), settings)
+    failover = FailoverController(Store(redis, settings), settings)
     keys = VenueKeys(settings.venue)
     seconds, _ = await redis.time()
     now_ms = int(seconds) * 1000

@@ -13,8 +13,9 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.control.failover import FailoverController
-from badgeline.coordinator.control.routing import Route
-from badgeline.coordinator.store.jobs import JobStore
+from badgeline.coordinator.control.health import probe_verdict
+from badgeline.coordinator.store import Store
+from badgeline.coordinator.store.jobs import Route
 from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.protocol.agent_models import AckRequest, HeartbeatRequest, PrinterHealthReport
 from badgeline.protocol.models import PrintJob
@@ -22,16 +23,17 @@ from badgeline.protocol.states import AckResult
 from tests.helpers import job_body
 
 
-async def beat(store: JobStore, printer_id: str, **health: object) -> None:
+async def beat(store: Store, printer_id: str, **health: object) -> None:
     report = PrinterHealthReport.model_validate({"reachable": True, **health})
-    await store.heartbeat(
-        printer_id, HeartbeatRequest(agent_id=f"pi-{printer_id}", version="t", health=report)
+    beat = HeartbeatRequest(agent_id=f"pi-{printer_id}", version="t", health=report)
+    await store.printers.heartbeat(printer_id, beat, probe_verdict(report))
+
+
+async def lease_and_start(store: Store, printer_id: str) -> str:
+    [leased] = (await store.leases.lease(printer_id, 1, "test")).jobs
+    granted = await store.leases.grant_start(
+        printer_id, leased["job_id"], leased["lease_id"], "test"
     )
-
-
-async def lease_and_start(store: JobStore, printer_id: str) -> str:
-    [leased] = (await store.lease(printer_id, 1, "test")).jobs
-    granted = await store.grant_start(printer_id, leased["job_id"], leased["lease_id"], "test")
     assert granted.granted
     lease_id: str = leased["lease_id"]
     return lease_id
@@ -41,13 +43,13 @@ async def test_a_job_granted_again_elsewhere_is_left_printing_by_the_check(
     redis: Redis, settings: CoordinatorSettings
 ) -> None:
     tuned = settings.model_copy(update={"ack_grace_s": 600.0, "max_attempts": 5})
-    store = JobStore(redis, tuned)
+    store = Store(redis, tuned)
     failover = FailoverController(store, tuned)
     keys = VenueKeys(tuned.venue)
     await beat(store, "printer-a")
     await beat(store, "printer-b")
     job = PrintJob.model_validate(job_body("printer-a"))
-    accepted = await store.accept(job, route=Route("printer-a"), correlation_id="c", actor="t")
+    accepted = await store.jobs.accept(job, route=Route("printer-a"), correlation_id="c", actor="t")
     job_id = accepted.job_id
     # GIVEN printer-a printing the job when it jams: the failover schedules the check
     first_lease = await lease_and_start(store, "printer-a")
@@ -57,7 +59,7 @@ async def test_a_job_granted_again_elsewhere_is_left_printing_by_the_check(
     # AND its agent reports the attempt failed (the jam), the retry goes to printer-b,
     # which is granted the job and is printing it when the grace period ends
     failed = AckRequest(lease_id=first_lease, result=AckResult.FAILED, error="paper jam")
-    assert (await store.ack("printer-a", job_id, failed, "test")).state == "retrying"
+    assert (await store.leases.ack("printer-a", job_id, failed, "test")).state == "retrying"
     await redis.zadd(keys.retry, {job_id: 0})
     await failover.promote_retries_and_unpark()
     await lease_and_start(store, "printer-b")
@@ -66,7 +68,7 @@ async def test_a_job_granted_again_elsewhere_is_left_printing_by_the_check(
     await failover.resolve_inflight()
     # THEN printer-b's attempt is left alone: not re-dispatched, not flagged, still
     # in printer-b's in-flight set (the one a failover of printer-b would check)
-    view = await store.get_job(job_id)
+    view = await store.jobs.get(job_id)
     assert view is not None
     assert (view.state, view.printer_id) == ("printing", "printer-b")
     assert not view.possible_duplicate
@@ -80,14 +82,14 @@ async def test_a_job_granted_again_elsewhere_is_left_printing_by_the_check(
 async def test_a_job_a_drained_printer_fails_to_print_goes_to_a_healthy_one(
     redis: Redis, settings: CoordinatorSettings, result: AckResult
 ) -> None:
-    store = JobStore(redis, settings)
+    store = Store(redis, settings)
     failover = FailoverController(store, settings)
     keys = VenueKeys(settings.venue)
     await beat(store, "printer-a")
     await beat(store, "printer-b")
     job = PrintJob.model_validate(job_body("printer-a"))
     job_id = (
-        await store.accept(job, route=Route("printer-a"), correlation_id="c", actor="t")
+        await store.jobs.accept(job, route=Route("printer-a"), correlation_id="c", actor="t")
     ).job_id
     first_lease = await lease_and_start(store, "printer-a")
     # GIVEN printer-a drained by hand while printing (paused for good, as the drain route does)
@@ -96,14 +98,14 @@ async def test_a_job_a_drained_printer_fails_to_print_goes_to_a_healthy_one(
     assert await failover.execute("printer-a", mode="drain", reason="drained by test")
     # WHEN its agent reports that print failed (or cannot tell), and the backoff is over
     report = AckRequest(lease_id=first_lease, result=result, error="zombie spooler")
-    await store.ack("printer-a", job_id, report, "test")
+    await store.leases.ack("printer-a", job_id, report, "test")
     await redis.zadd(keys.retry, {job_id: 0}, xx=True)
     await failover.promote_retries_and_unpark()
     # THEN it goes to the healthy printer, not back to the drained one's queue
-    view = await store.get_job(job_id)
+    view = await store.jobs.get(job_id)
     assert view is not None
     assert (view.state, view.printer_id) == ("queued", "printer-b")
-    assert await store.peek_queue("printer-b", 10) == [job_id]
+    assert await store.jobs.peek_queue("printer-b", 10) == [job_id]
 
 
 async def test_the_in_flight_and_parked_work_of_a_pool_stays_in_its_pool(
@@ -111,7 +113,7 @@ async def test_the_in_flight_and_parked_work_of_a_pool_stays_in_its_pool(
 ) -> None:
     pools = {"hall-a": ["printer-a", "printer-b"], "hall-b": ["printer-c"]}
     tuned = settings.model_copy(update={"pools": pools})
-    store = JobStore(redis, tuned)
+    store = Store(redis, tuned)
     failover = FailoverController(store, tuned)
     keys = VenueKeys(tuned.venue)
     for printer_id in ("printer-a", "printer-b", "printer-c"):
@@ -120,7 +122,7 @@ async def test_the_in_flight_and_parked_work_of_a_pool_stays_in_its_pool(
     async def submit(printer_id: str) -> str:
         job = PrintJob.model_validate(job_body(printer_id))
         return (
-            await store.accept(job, route=Route(printer_id), correlation_id="c", actor="t")
+            await store.jobs.accept(job, route=Route(printer_id), correlation_id="c", actor="t")
         ).job_id
 
     # GIVEN printer-a printing a job when it jams, and its pool peer busier than hall-b's printer
@@ -133,43 +135,45 @@ async def test_the_in_flight_and_parked_work_of_a_pool_stays_in_its_pool(
     await redis.zadd(keys.inflight_checks, {in_flight: 0})
     await failover.resolve_inflight()
     # THEN it goes to its pool peer, as the failover's moves do
-    view = await store.get_job(in_flight)
+    view = await store.jobs.get(in_flight)
     assert view is not None and (view.state, view.printer_id) == ("queued", "printer-b")
     # AND when the pool peer dies too, its work is parked, not sent to the other hall
     await beat(store, "printer-b", jammed=True)
     assert await failover.execute("printer-b", targets=await failover.candidates("printer-b"))
     await failover.promote_retries_and_unpark()
     for job_id in [in_flight, *waiting]:
-        parked = await store.get_job(job_id)
+        parked = await store.jobs.get(job_id)
         assert parked is not None and parked.state == "parked", parked
-    assert await store.peek_queue("printer-c", 10) == []
+    assert await store.jobs.peek_queue("printer-c", 10) == []
 
 
 async def test_a_dead_letter_redriven_while_its_printer_is_dead_is_parked(
     redis: Redis, settings: CoordinatorSettings
 ) -> None:
     tuned = settings.model_copy(update={"max_attempts": 1})
-    store = JobStore(redis, tuned)
+    store = Store(redis, tuned)
     failover = FailoverController(store, tuned)
     await beat(store, "printer-a")
     job = PrintJob.model_validate(job_body("printer-a"))
     job_id = (
-        await store.accept(job, route=Route("printer-a"), correlation_id="c", actor="t")
+        await store.jobs.accept(job, route=Route("printer-a"), correlation_id="c", actor="t")
     ).job_id
     first_lease = await lease_and_start(store, "printer-a")
     failed = AckRequest(lease_id=first_lease, result=AckResult.FAILED, error="paper jam")
-    assert (await store.ack("printer-a", job_id, failed, "test")).state == "failed"
+    assert (await store.leases.ack("printer-a", job_id, failed, "test")).state == "failed"
     # GIVEN its printer dead and failed over, and no other printer up
     await beat(store, "printer-a", jammed=True)
     assert await failover.execute("printer-a") is not None
     # WHEN the operator redrives the dead letter
-    redriven = await store.redrive(job_id, "operator:ops", await failover.candidates_by_printer())
+    redriven = await store.jobs.redrive(
+        job_id, "operator:ops", await failover.candidates_by_printer()
+    )
     assert redriven.outcome == "queued"
     # AND another printer comes up
     await beat(store, "printer-b")
     await failover.promote_retries_and_unpark()
     # THEN the job goes to it, as an accepted job parked for a dead printer would,
     # instead of waiting in the dead printer's queue for that printer to come back
-    view = await store.get_job(job_id)
+    view = await store.jobs.get(job_id)
     assert view is not None and (view.state, view.printer_id) == ("queued", "printer-b")
-    assert await store.peek_queue("printer-a", 10) == []
+    assert await store.jobs.peek_queue("printer-a", 10) == []

@@ -98,7 +98,7 @@ async def test_after_a_redis_restart_idle_pooled_connections_do_not_fail_a_reque
         incr = client.register_script("return redis.call('INCR', KEYS[1])")
         script = LoadedScript("incr", 1, incr)
         assert await script([key], []) == 1
-        async with client.pipeline(transaction=False) as pipe:  # as JobStore.get_job reads
+        async with client.pipeline(transaction=False) as pipe:  # as JobRecords.get reads
             pipe.get(key)
             assert await pipe.execute() == [b"1"]
         # WHEN Redis is killed and comes back from its AOF

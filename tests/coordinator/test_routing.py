@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.control.lease_scanner import repair_leased_sets_once
-from badgeline.coordinator.store.jobs import JobStore
+from badgeline.coordinator.store import Store
 from badgeline.coordinator.store.keys import VenueKeys
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
@@ -150,7 +150,7 @@ async def test_stale_leased_members_left_by_an_older_coordinator_are_repaired(
     await flows.cancel(client, gone["job_id"])
     await redis.sadd(keys.leased("printer-a"), gone["job_id"])  # what the old release left
     # WHEN the repair runs
-    store = JobStore(redis, settings)
+    store = Store(redis, settings)
     assert await repair_leased_sets_once(store) == 1
     # THEN only the job still leased counts, and routing sees printer-a as it is
     assert await redis.smembers(keys.leased("printer-a")) == {held["job_id"].encode()}

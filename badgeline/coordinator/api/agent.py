@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from badgeline.coordinator.api.auth import require_printer
 from badgeline.coordinator.api.context import Coordinator, authenticate
 from badgeline.coordinator.api.http import job_id_param, json_response, query_model, read_model
-from badgeline.coordinator.api.metrics import observe_printed
+from badgeline.coordinator.api.observations import observe_printed
+from badgeline.coordinator.control.health import probe_verdict
 from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id
@@ -60,7 +61,9 @@ def _agent(request: web.Request) -> tuple[Coordinator, str, str]:
 async def heartbeat(request: web.Request) -> web.Response:
     coordinator, printer_id, _ = _agent(request)
     beat = await read_model(request, HeartbeatRequest)
-    outcome = await coordinator.store.heartbeat(printer_id, beat)
+    outcome = await coordinator.store.printers.heartbeat(
+        printer_id, beat, probe_verdict(beat.health)
+    )
     if outcome.changed:
         log_event("printer_state_changed", logging.WARNING, printer_id=printer_id,
                   previous=outcome.previous_state, state=str(outcome.state),
@@ -93,7 +96,7 @@ async def lease(request: web.Request) -> web.Response:
             # they would sit leased until the lease expires.
             if request.transport is None or request.transport.is_closing():
                 return json_response(LeaseResponse(jobs=[]))
-            outcome = await coordinator.store.lease(printer_id, max_jobs, actor)
+            outcome = await coordinator.store.leases.lease(printer_id, max_jobs, actor)
             jobs = outcome.jobs
             remaining = deadline - loop.time()
             if jobs or remaining <= 0 or coordinator.wakeups.closing:
@@ -125,7 +128,7 @@ async def start(request: web.Request) -> web.Response:
     coordinator, printer_id, actor = _agent(request)
     job_id = job_id_param(request)
     body = await read_model(request, StartRequest)
-    outcome = await coordinator.store.grant_start(printer_id, job_id, body.lease_id, actor)
+    outcome = await coordinator.store.leases.grant_start(printer_id, job_id, body.lease_id, actor)
     trace: dict[str, Any] = {
         "job_id": job_id, "printer_id": printer_id, "lease_id": body.lease_id,
         "idempotency_key": outcome.trace.idempotency_key,
@@ -149,7 +152,7 @@ async def renew(request: web.Request) -> web.Response:
     coordinator, printer_id, _ = _agent(request)
     job_id = job_id_param(request)
     body = await read_model(request, RenewRequest)
-    state = await coordinator.store.renew_lease(printer_id, job_id, body.lease_id)
+    state = await coordinator.store.leases.renew(printer_id, job_id, body.lease_id)
     ttl = coordinator.settings.lease_ttl_s
     if state is not None:
         log_event("lease_not_renewed", logging.WARNING, job_id=job_id, printer_id=printer_id,
@@ -162,7 +165,7 @@ async def ack(request: web.Request) -> web.Response:
     coordinator, printer_id, actor = _agent(request)
     job_id = job_id_param(request)
     body = await read_model(request, AckRequest)
-    outcome = await coordinator.store.ack(printer_id, job_id, body, actor)
+    outcome = await coordinator.store.leases.ack(printer_id, job_id, body, actor)
     observe_printed(request.app, outcome)
     if outcome.recorded:
         level = logging.INFO if body.result == "printed" else logging.WARNING

@@ -68,14 +68,9 @@ async def put_artifact(request: web.Request) -> web.Response:
             "the body's SHA-256 does not match the name; name the file by its own hash",
         )
     await _check_badge(coordinator.badge_checker, body, sha256, identity.actor)
-    key = coordinator.store.keys.artifact(sha256)
-    created = await coordinator.store.redis.set(
-        key, body, ex=coordinator.settings.artifact_ttl_s, nx=True
-    )
-    if not created:
-        await coordinator.store.redis.expire(key, coordinator.settings.artifact_ttl_s)
+    created = await coordinator.store.artifacts.put(sha256, body)
     log_event("artifact_stored", sha256=sha256, size=len(body), actor=identity.actor,
-              new=bool(created))  # fmt: skip
+              new=created)  # fmt: skip
     return json_response(
         {"ref": f"artifact://{sha256}.pdf", "sha256": sha256, "size": len(body)},
         status=201 if created else 200,
@@ -105,7 +100,7 @@ async def _check_badge(checker: BadgeChecker, body: bytes, sha256: str, actor: s
 async def get_artifact(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "agent", "kiosk", "operator")
     sha256 = _sha256_of(request)
-    body = await coordinator.store.redis.get(coordinator.store.keys.artifact(sha256))
+    body = await coordinator.store.artifacts.get(sha256)
     if body is None:
         raise BadgelineError(
             ErrorCode.NOT_FOUND, f"no artifact {sha256}.pdf (expired or never uploaded)"

@@ -28,7 +28,6 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from aiohttp import web
 
@@ -138,17 +137,6 @@ def _route_of(request: web.Request) -> tuple[str, str] | None:
     return None if resource is None else (request.method, resource.canonical)
 
 
-async def _bucket(request: web.Request, op: str, key: str) -> list[Any]:
-    """Take one attempt from the bucket (`take`), or give it back (`return`)."""
-    coordinator = coordinator_of(request)
-    settings = coordinator.settings
-    rate_per_s = settings.credential_attempts_per_min / 60
-    reply: list[Any] = await coordinator.store.scripts["rate_limit"](
-        [key, key], [op, rate_per_s, settings.credential_attempts_burst, 0]
-    )
-    return reply
-
-
 @web.middleware
 async def attempts_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     route = _route_of(request)
@@ -157,11 +145,14 @@ async def attempts_middleware(request: web.Request, handler: Handler) -> web.Str
         return await handler(request)
     name, success = guessed
     client = client_address(request)
-    key = coordinator_of(request).store.keys.attempt_bucket(name, client)
-    taken = await _bucket(request, "take", key)
-    if not int(taken[0]):
+    coordinator = coordinator_of(request)
+    settings, limits = coordinator.settings, coordinator.store.limits
+    rate_per_s = settings.credential_attempts_per_min / 60
+    burst = settings.credential_attempts_burst
+    taken = await limits.take_attempt(name, client, rate_per_s=rate_per_s, burst=burst)
+    if not taken.admitted:
         request.app[REFUSALS].refused(name, client)
-        retry_after_s = max(1, math.ceil(int(taken[1]) / 1000))
+        retry_after_s = max(1, math.ceil(taken.retry_after_ms / 1000))
         raise BadgelineError(
             ErrorCode.RATE_LIMITED,
             f"too many attempts from this address; retry in {retry_after_s} s",
@@ -169,7 +160,7 @@ async def attempts_middleware(request: web.Request, handler: Handler) -> web.Str
         )  # fmt: skip
     response = await handler(request)
     if response.status == success:
-        await _bucket(request, "return", key)
+        await limits.return_attempt(name, client, rate_per_s=rate_per_s, burst=burst)
     return response
 
 

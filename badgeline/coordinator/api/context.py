@@ -13,14 +13,14 @@ from badgeline.coordinator.control.badge_checks import BadgeChecker
 from badgeline.coordinator.control.failover import FailoverController
 from badgeline.coordinator.control.routing import Router
 from badgeline.coordinator.control.wakeups import WakeHub
-from badgeline.coordinator.store.jobs import JobStore
+from badgeline.coordinator.store import Store
 from badgeline.discovery.agents import AgentBrowser
 
 
 @dataclass
 class Coordinator:
     settings: CoordinatorSettings
-    store: JobStore
+    store: Store
     auth: TokenAuthority
     wakeups: WakeHub
     router: Router

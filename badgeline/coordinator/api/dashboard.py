@@ -69,10 +69,6 @@ PAGE_HEADERS = {
 STREAMS_CLOSING = web.AppKey("dashboard_streams_closing", asyncio.Event)
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 # ---- pages and assets
 
 
@@ -175,10 +171,9 @@ async def route_json(request: web.Request, path: str) -> Any:
 
 
 async def parked_jobs(coordinator: Coordinator) -> dict[str, Any]:
-    redis, keys = coordinator.store.redis, coordinator.store.keys
-    ids = [_text(j) for j in await redis.zrange(keys.parked, 0, LIST_LIMIT - 1)]
-    views = [v for j in ids if (v := await coordinator.store.get_job(j)) is not None]
-    return {"count": await redis.zcard(keys.parked),
+    count, ids = await coordinator.store.jobs.parked(LIST_LIMIT)
+    views = [v for j in ids if (v := await coordinator.store.jobs.get(j)) is not None]
+    return {"count": count,
             "jobs": [v.model_dump(mode="json", by_alias=True, exclude={"history"})
                      for v in views]}  # fmt: skip
 
@@ -220,11 +215,10 @@ SLOW_SECTIONS_CACHE = web.AppKey("dashboard_slow_sections", SlowSections)
 
 async def build_snapshot(request: web.Request) -> dict[str, Any]:
     coordinator = coordinator_of(request)
-    redis, keys = coordinator.store.redis, coordinator.store.keys
-    seconds, micros = await redis.time()
-    dead_letter_count = int(await redis.zcard(keys.dead_letters))
+    now_ms = await coordinator.store.printers.now_ms()
+    dead_letter_count = await coordinator.store.jobs.dead_letter_count()
     return {
-        "at": int(seconds) + int(micros) / 1e6,
+        "at": now_ms / 1000,
         "venue": coordinator.settings.venue,
         "high_water_mark": coordinator.settings.high_water_mark,
         "printers": (await route_json(request, "/v1/printers")).get("printers", []),

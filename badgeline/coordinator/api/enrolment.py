@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
@@ -89,10 +88,6 @@ def code_id(code_sha256: str) -> str:
     return code_sha256[:12]
 
 
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
 # --------------------------------------------------------------------------- routes
 
 
@@ -101,15 +96,14 @@ async def create_code(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "operator")
     body = await read_model(request, EnrolmentCodeRequest)
     ttl_s = body.ttl_s or coordinator.settings.enrolment_code_ttl_s
-    store = coordinator.store
     while True:
         code = secrets.token_urlsafe(18)  # 144 bits, 24 characters
         digest = _sha256_hex(code)
-        created, expires_ms = await store.scripts["enrolment_code"](
-            [store.keys.enrolment_code(digest)],
-            [body.printer_id, ttl_s * 1000, REMEMBER_USED_MS, identity.actor],
-        )
-        if created:
+        expires_ms = await coordinator.store.enrolment.create_code(
+            digest, printer_id=body.printer_id, ttl_ms=ttl_s * 1000,
+            remember_used_ms=REMEMBER_USED_MS, actor=identity.actor,
+        )  # fmt: skip
+        if expires_ms is not None:
             break
     log_event("enrolment_code_created", code_id=code_id(digest), printer_id=body.printer_id,
               expires_at=int(expires_ms) / 1000, actor=identity.actor)  # fmt: skip
@@ -128,8 +122,7 @@ _REFUSALS = {
 }  # fmt: skip
 
 
-def _refusal(reply: list[Any], body: EnrolRequest) -> BadgelineError:
-    outcome = _text(reply[0])
+def _refusal(outcome: str, body: EnrolRequest) -> BadgelineError:
     if outcome == "wrong_printer":
         return BadgelineError(
             ErrorCode.ENROLMENT_CODE_INVALID,
@@ -143,21 +136,17 @@ def _refusal(reply: list[Any], body: EnrolRequest) -> BadgelineError:
 async def enrol(request: web.Request) -> web.Response:
     coordinator = coordinator_of(request)
     body = await read_model(request, EnrolRequest)
-    store = coordinator.store
     code_digest = _sha256_hex(body.code)
     token = secrets.token_urlsafe(32)
-    token_digest = _sha256_hex(token)
-    reply = await store.scripts["enrol"](
-        [store.keys.enrolment_code(code_digest), store.keys.agent_token(token_digest),
-         store.keys.enrolled_agent(body.printer_id, body.agent_id)],
-        [store.keys.prefix, body.printer_id, body.agent_id, token_digest],
-    )  # fmt: skip
-    if _text(reply[0]) != "ok":
-        refusal = _refusal(reply, body)
+    enrolled = await coordinator.store.enrolment.enrol(
+        code_digest, _sha256_hex(token), printer_id=body.printer_id, agent_id=body.agent_id
+    )
+    if enrolled.outcome != "ok":
+        refusal = _refusal(enrolled.outcome, body)
         log_event("enrolment_refused", code_id=code_id(code_digest), printer_id=body.printer_id,
                   agent_id=body.agent_id, reason=str(refusal.code))  # fmt: skip
         raise refusal
-    replaced = bool(int(reply[2]))
+    replaced = enrolled.replaced
     log_event("agent_enrolled", code_id=code_id(code_digest), printer_id=body.printer_id,
               agent_id=body.agent_id, replaced=replaced)  # fmt: skip
     result = EnrolResult(
@@ -171,16 +160,10 @@ async def enrol(request: web.Request) -> web.Response:
 
 async def enrolled_identity(coordinator: Coordinator, presented: bytes) -> Identity | None:
     """The agent an issued token belongs to, if Redis holds its digest."""
-    store = coordinator.store
-    fields = await store.redis.hmget(
-        store.keys.agent_token(presented.hex()), ["sha256", "printer_id", "agent_id"]
-    )
-    stored, printer_id, agent_id = (None if f is None else _text(f) for f in fields)
-    if stored is None or printer_id is None or agent_id is None:
+    record = await coordinator.store.enrolment.agent_token(presented.hex())
+    if record is None or not hmac.compare_digest(record.sha256.encode(), presented.hex().encode()):
         return None
-    if not hmac.compare_digest(stored.encode(), presented.hex().encode()):
-        return None
-    return Identity(name=agent_id, role="agent", printer_id=printer_id)
+    return Identity(name=record.agent_id, role="agent", printer_id=record.printer_id)
 
 
 @web.middleware

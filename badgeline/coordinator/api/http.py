@@ -20,10 +20,10 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-import redis.exceptions
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from badgeline.coordinator.store import STORE_UNAVAILABLE
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_job_id
@@ -216,7 +216,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         if http_error.status == 413:
             response.force_close()  # as above: no keep-alive after a refused body
         return response
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
+    except STORE_UNAVAILABLE as error:
         log_event("store_unavailable", logging.ERROR, error=str(error), path=request.path)
         return error_response(
             BadgelineError(

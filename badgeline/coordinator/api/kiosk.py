@@ -18,15 +18,15 @@ from badgeline.coordinator.api.http import (
     read_model,
 )
 from badgeline.coordinator.api.visibility import (
-    IdempotencyConflict,
-    JobOwner,
     check_visible,
     idempotency_key_taken,
     may_see,
+    submitter,
     visible_job,
     visible_jobs,
 )
-from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.control.routing import SHED_RETRY_AFTER_S, spill_peers
+from badgeline.coordinator.store.records import IdempotencyConflict
 from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import ATTENDEE_ID_PATTERN
@@ -34,25 +34,10 @@ from badgeline.protocol.models import CancelResult, JobList, PrintJob, SubmitAcc
 
 routes = web.RouteTableDef()
 
-# How long a kiosk should wait before retrying a shed job: long enough for a
-# printer to work down part of its backlog, short enough for a queue at a desk.
-SHED_RETRY_AFTER_S = 5
-
 
 class AttendeeQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
     attendee_id: str = Field(min_length=4, max_length=48, pattern=ATTENDEE_ID_PATTERN)
-
-
-def spill_peers(settings: CoordinatorSettings, printer_id: str) -> list[str] | str:
-    """Where a job may go when its printer is dead or full: its pool peers when
-    pools are configured, else any printer of the venue ('*'), or nowhere."""
-    if not printer_id or not settings.spill_named_targets:
-        return []  # a routed job went to the least loaded printer already
-    for members in settings.pools.values():
-        if printer_id in members:
-            return [p for p in members if p != printer_id]
-    return "*"
 
 
 @routes.post("/v1/jobs")
@@ -62,10 +47,10 @@ async def submit_job(request: web.Request) -> web.Response:
     route = coordinator.router.route(job.printer_target)
     cid = correlation_id(request)
     try:
-        outcome = await coordinator.store.accept(
+        outcome = await coordinator.store.jobs.accept(
             job, route=route, correlation_id=cid, actor=identity.actor,
             spill_to=spill_peers(coordinator.settings, route.printer_id),
-            owner=JobOwner.of(identity),
+            owner=submitter(identity),
         )  # fmt: skip
     except IdempotencyConflict as conflict:
         if not may_see(identity, conflict.owner):
@@ -116,7 +101,7 @@ async def get_job(request: web.Request) -> web.Response:
 async def list_jobs(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "kiosk", "operator")
     query = query_model(request, AttendeeQuery)
-    jobs = await coordinator.store.jobs_for_attendee(query.attendee_id)
+    jobs = await coordinator.store.jobs.for_attendee(query.attendee_id)
     return json_response(JobList(jobs=await visible_jobs(coordinator.store, identity, jobs)))
 
 
@@ -125,15 +110,17 @@ async def cancel_job(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "kiosk", "operator")
     job_id = job_id_param(request)
     await check_visible(coordinator.store, identity, job_id)
-    state = await coordinator.store.cancel(job_id, identity.actor, "canceled by " + identity.actor)
-    view = await coordinator.store.get_job(job_id)
+    state = await coordinator.store.jobs.cancel(
+        job_id, identity.actor, "canceled by " + identity.actor
+    )
+    view = await coordinator.store.jobs.get(job_id)
     if view is not None:
         # The job's own correlation id, as on every other line about it; the
         # cancel request's id goes alongside.
         job_event(
             "job_canceled", job_id=job_id, printer_id=view.printer_id,
             idempotency_key=view.idempotency_key,
-            correlation_id=await coordinator.store.correlation_id_of(job_id),
+            correlation_id=await coordinator.store.jobs.correlation_id_of(job_id),
             request_correlation_id=correlation_id(request),
         )  # fmt: skip
     return json_response(CancelResult(job_id=job_id, state=state))

@@ -1,9 +1,8 @@
-"""Prometheus metrics at `GET /metrics`, and the request observations that
-feed them and the operator reports.
+"""Prometheus metrics at `GET /metrics`.
 
 Two kinds of numbers, and the difference matters with several replicas:
 
-- Per process, observed as requests pass through `observe_requests`: accept
+- Per process, observed as requests pass through (api/observations.py): accept
   latency, scan-to-print time, dedupe hits, backpressure sheds. Sum them
   over replicas.
 - Venue-wide, read from Redis at scrape time: queue depth, jobs by state,
@@ -18,36 +17,20 @@ skipped by a request that dies halfway.
 
 from __future__ import annotations
 
-import json
-import logging
-import time
-from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 
 from badgeline.coordinator.api.context import Coordinator, authenticate
-from badgeline.coordinator.api.http import Handler
-from badgeline.coordinator.api.printers import printer_summary
-from badgeline.coordinator.api.reports import Census, take_census
-from badgeline.coordinator.control.stalls import GC_PAUSES, LoopLag, StallCollector
-from badgeline.coordinator.store.jobs import AckOutcome
-from badgeline.log import log_event
+from badgeline.coordinator.api.observations import METRICS, Metrics
+from badgeline.coordinator.control.census import take_census
+from badgeline.coordinator.control.fleet import fleet_summary
+from badgeline.coordinator.store.reports import Census
 from badgeline.protocol.states import JobState
-
-# Scan (acceptance) to print: the floor's budget is about a second; a badge
-# that took minutes went through a failover or a retry.
-SCAN_TO_PRINT_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900)
-ACCEPT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
 
 # --------------------------------------------------------------------------- registry
 
@@ -131,129 +114,34 @@ def _jobs_by_state(census: Census) -> dict[str, int]:
     return counts
 
 
-@dataclass
-class Metrics:
-    """One registry per app: tests (and a process) may build many apps."""
-
-    registry: CollectorRegistry = field(default_factory=CollectorRegistry)
-    venue: VenueCollector = field(default_factory=VenueCollector)
-    loop_lag: LoopLag = field(default_factory=LoopLag)  # started with the app (app.py)
-
-    def __post_init__(self) -> None:
-        r = self.registry
-        self.accept_latency = Histogram(
-            "badgeline_accept_latency_seconds", "POST /v1/jobs handling time, by outcome",
-            ["outcome"], registry=r, buckets=ACCEPT_BUCKETS,
-        )  # fmt: skip
-        self.scan_to_print = Histogram(
-            "badgeline_scan_to_print_seconds", "Acceptance to the first printed ack",
-            registry=r, buckets=SCAN_TO_PRINT_BUCKETS,
-        )  # fmt: skip
-        self.dedupe_hits = Counter(
-            "badgeline_dedupe_hits", "Submissions answered as duplicates", registry=r
-        )
-        self.sheds = Counter(
-            "badgeline_backpressure_sheds", "Submissions shed by backpressure", registry=r
-        )
-        r.register(self.venue)
-        GC_PAUSES.install()
-        r.register(StallCollector(self.loop_lag))
-
-
-METRICS = web.AppKey("metrics", Metrics)
-
-
 async def venue_snapshot(coordinator: Coordinator) -> VenueSnapshot:
     store = coordinator.store
-    seconds, micros = await store.redis.time()
-    now_ms = int(seconds) * 1000 + int(micros) // 1000
-    known = sorted(_text(p) for p in await store.redis.smembers(store.keys.printers))
-    printers = [await printer_summary(coordinator, p, now_ms) for p in known]
     return VenueSnapshot(
-        printers=printers,
-        census=await take_census(coordinator),
-        dead_letters=int(await store.redis.zcard(store.keys.dead_letters)),
-        failovers=int(await store.redis.llen(store.keys.failovers)),
+        printers=await fleet_summary(store, coordinator.agent_browser),
+        census=await take_census(store, coordinator.failover),
+        dead_letters=await store.jobs.dead_letter_count(),
+        failovers=await store.failovers.decision_count(),
     )
 
 
 async def scrape(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "operator")
-    metrics = request.app[METRICS]
+    metrics, venue = request.app[METRICS], request.app[VENUE]
     snapshot = await venue_snapshot(coordinator)
     # No await between setting the snapshot and rendering: a concurrent scrape
     # cannot swap it underneath.
-    metrics.venue.snapshot = snapshot
+    venue.snapshot = snapshot
     # The format the scraper asks for (OpenMetrics or the classic text format).
     encode, content_type = choose_encoder(request.headers.get("Accept", ""))
     return web.Response(body=encode(metrics.registry), headers={"Content-Type": content_type})
 
 
+VENUE = web.AppKey("venue_metrics", VenueCollector)
+
+
 def install(app: web.Application) -> None:
+    """One registry per app: tests (and a process) may build many apps."""
     app[METRICS] = Metrics()
+    app[VENUE] = VenueCollector()
+    app[METRICS].registry.register(app[VENUE])
     app.router.add_get("/metrics", scrape)
-
-
-# --------------------------------------------------------------------------- observations
-
-# (request, its response, the app's metrics, seconds the handler took)
-Observer = Callable[[web.Request, web.Response, Metrics, float], Awaitable[None]]
-
-
-def _body(response: web.Response) -> Any:
-    try:
-        return json.loads(response.text or "null")
-    except (ValueError, TypeError):
-        return None
-
-
-def _accept_outcome(response: web.Response, body: Any) -> str:
-    if response.status == 201:
-        return "accepted"
-    if response.status == 200:
-        return "duplicate"
-    code = body.get("error", {}).get("code") if isinstance(body, dict) else None
-    return "shed" if code == "queue_full" else "refused"
-
-
-async def _observe_accept(
-    request: web.Request, response: web.Response, metrics: Metrics, elapsed_s: float
-) -> None:
-    outcome = _accept_outcome(response, _body(response) if response.status >= 400 else None)
-    metrics.accept_latency.labels(outcome).observe(elapsed_s)
-    if outcome == "duplicate":
-        metrics.dedupe_hits.inc()
-    elif outcome == "shed":
-        metrics.sheds.inc()
-
-
-def observe_printed(app: web.Application, outcome: AckOutcome) -> None:
-    """Called by the ack handler: the ack script says whether this was the first print."""
-    metrics = app.get(METRICS)
-    if metrics is not None and outcome.scan_to_print_s is not None:
-        metrics.scan_to_print.observe(outcome.scan_to_print_s)
-
-
-OBSERVERS: dict[str, Observer] = {
-    "/v1/jobs": _observe_accept,
-}
-
-
-@web.middleware
-async def observe_requests(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Sits outside the error middleware, so it sees every answer as a response."""
-    resource = request.match_info.route.resource
-    observer = OBSERVERS.get(resource.canonical) if resource is not None else None
-    metrics = request.app.get(METRICS)
-    if observer is None or metrics is None or request.method != "POST":
-        return await handler(request)
-    started = time.perf_counter()
-    response = await handler(request)
-    elapsed_s = time.perf_counter() - started
-    if not isinstance(response, web.Response):
-        return response
-    try:
-        await observer(request, response, metrics, elapsed_s)
-    except Exception as error:  # the request did what it was asked; never fail it here
-        log_event("report_tally_failed", logging.ERROR, path=request.path, error=repr(error))
-    return response

@@ -30,8 +30,8 @@ class PeekQuery(BaseModel):
 async def list_dead_letters(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "operator")
     letters = []
-    for job_id in await coordinator.store.dead_letter_ids():
-        view = await coordinator.store.get_job(job_id)
+    for job_id in await coordinator.store.jobs.dead_letter_ids():
+        view = await coordinator.store.jobs.get(job_id)
         if view is None:
             continue
         last = view.history[-1] if view.history else None
@@ -39,7 +39,7 @@ async def list_dead_letters(request: web.Request) -> web.Response:
             DeadLetter(
                 job_id=job_id, reason=last.reason if last else "", printer_id=view.printer_id,
                 idempotency_key=view.idempotency_key,
-                correlation_id=await coordinator.store.correlation_id_of(job_id),
+                correlation_id=await coordinator.store.jobs.correlation_id_of(job_id),
                 dead_lettered_at=last.at if last else view.updated_at,
             )
         )  # fmt: skip
@@ -50,12 +50,12 @@ async def list_dead_letters(request: web.Request) -> web.Response:
 async def redrive(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "operator")
     body = await read_model(request, RedriveRequest)
-    job_ids = body.ids if body.ids is not None else await coordinator.store.dead_letter_ids()
+    job_ids = body.ids if body.ids is not None else await coordinator.store.jobs.dead_letter_ids()
     # A job whose printer is dead goes where that printer's failover sends work: its pool.
     candidates = await coordinator.failover.candidates_by_printer()
     results = []
     for job_id in job_ids:
-        outcome = await coordinator.store.redrive(job_id, identity.actor, candidates)
+        outcome = await coordinator.store.jobs.redrive(job_id, identity.actor, candidates)
         if outcome.trace is None:
             log_event("dead_letter_redriven", job_id=job_id, outcome=outcome.outcome,
                       detail=outcome.detail)  # fmt: skip
@@ -77,10 +77,10 @@ async def peek_queue(request: web.Request) -> web.Response:
     if not is_printer_id(printer_id):
         raise BadgelineError(ErrorCode.NOT_FOUND, f"{printer_id!r} is not a printer id")
     query = query_model(request, PeekQuery)
-    job_ids = await coordinator.store.peek_queue(printer_id, query.limit)
-    jobs = [view for job_id in job_ids if (view := await coordinator.store.get_job(job_id))]
+    job_ids = await coordinator.store.jobs.peek_queue(printer_id, query.limit)
+    jobs = [view for job_id in job_ids if (view := await coordinator.store.jobs.get(job_id))]
     return json_response({
         "printer_id": printer_id,
-        "depth": await coordinator.store.queue_depth(printer_id),
+        "depth": await coordinator.store.jobs.queue_depth(printer_id),
         "jobs": [j.model_dump(mode="json", by_alias=True, exclude={"history"}) for j in jobs],
     })  # fmt: skip

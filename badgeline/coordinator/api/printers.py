@@ -3,7 +3,6 @@ rebalance and the failover decisions."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aiohttp import web
@@ -11,13 +10,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.api.context import Coordinator, authenticate
 from badgeline.coordinator.api.http import json_response, read_model
+from badgeline.coordinator.control.fleet import fleet_summary, printer_summary
 from badgeline.coordinator.control.rebalance import rebalance
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import PRINTER_ID_PATTERN, is_printer_id
-from badgeline.protocol.states import CONFIRMATION_GUARANTEES, Confirmation
 
 routes = web.RouteTableDef()
+
+# A pause without a duration, and a drain, last until resumed: a year is that.
+UNTIL_RESUMED_S = 365 * 24 * 3600
 
 
 class PauseRequest(BaseModel):
@@ -39,10 +41,6 @@ class DrainRequest(BaseModel):
         return self.targets
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _printer_id(request: web.Request) -> str:
     printer_id = request.match_info["printer_id"]
     if not is_printer_id(printer_id):
@@ -50,64 +48,15 @@ def _printer_id(request: web.Request) -> str:
     return printer_id
 
 
-async def printer_summary(coordinator: Coordinator, printer_id: str, now_ms: int) -> dict[str, Any]:
-    keys = coordinator.store.keys
-    redis = coordinator.store.redis
-    raw = {_text(k): _text(v) for k, v in (await redis.hgetall(keys.printer(printer_id))).items()}
-    last = int(raw["last_heartbeat_ms"]) if "last_heartbeat_ms" in raw else None
-    paused_until = int(raw.get("paused_until_ms", 0))
-    return {
-        "printer_id": printer_id,
-        "state": raw.get("state", "unknown"),
-        "health": json.loads(raw["health"]) if "health" in raw else None,
-        "queue_depth": await redis.zcard(keys.queue(printer_id)),
-        "in_flight": sorted(_text(j) for j in await redis.smembers(keys.printing(printer_id))),
-        "paused": paused_until > now_ms,
-        "paused_until": paused_until / 1000 if paused_until > now_ms else None,
-        "last_heartbeat_age_s": (now_ms - last) / 1000 if last is not None else None,
-        "agent_id": raw.get("agent_id"),
-        "version": raw.get("version"),
-        "labels": json.loads(raw.get("labels", "[]")),
-        "address": _advertised(coordinator, printer_id),
-        **_confirmation(raw.get("confirmation")),
-    }
-
-
-def _confirmation(reported: str | None) -> dict[str, str | None]:
-    """How the printer's badges are confirmed, and what `printed` then promises."""
-    try:
-        confirmation = Confirmation(reported) if reported else None
-    except ValueError:  # an agent of a newer release: show what it said
-        return {"confirmation": reported, "confirmation_guarantee": None}
-    if confirmation is None:
-        return {"confirmation": None, "confirmation_guarantee": "not known yet: the agent"
-                " learns it from the printer's first badge"}  # fmt: skip
-    return {"confirmation": str(confirmation),
-            "confirmation_guarantee": CONFIRMATION_GUARANTEES[confirmation]}  # fmt: skip
-
-
-def _advertised(coordinator: Coordinator, printer_id: str) -> dict[str, object] | None:
-    """Where the printer's agent is, as its mDNS advert says (None if not heard)."""
-    if coordinator.agent_browser is None:
-        return None
-    seen = coordinator.agent_browser.get(printer_id)
-    return seen.to_json() if seen is not None else None
-
-
-async def _now_ms(coordinator: Coordinator) -> int:
-    seconds, micros = await coordinator.store.redis.time()
-    return int(seconds) * 1000 + int(micros) // 1000
+async def _summary(coordinator: Coordinator, printer_id: str, now_ms: int) -> dict[str, Any]:
+    return await printer_summary(coordinator.store, coordinator.agent_browser, printer_id, now_ms)
 
 
 @routes.get("/v1/printers")
 async def list_printers(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "operator")
-    now_ms = await _now_ms(coordinator)
-    known = sorted(_text(p) for p in await coordinator.store.redis.smembers(
-        coordinator.store.keys.printers))  # fmt: skip
-    return json_response(
-        {"printers": [await printer_summary(coordinator, p, now_ms) for p in known]}
-    )
+    printers = await fleet_summary(coordinator.store, coordinator.agent_browser)
+    return json_response({"printers": printers})
 
 
 @routes.post("/v1/printers/{printer_id}/pause")
@@ -115,28 +64,24 @@ async def pause(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "operator")
     printer_id = _printer_id(request)
     body = await read_model(request, PauseRequest)
-    now_ms = await _now_ms(coordinator)
+    now_ms = await coordinator.store.printers.now_ms()
     # Without a duration a pause lasts until resumed (a year is "until resumed").
-    until = now_ms + int((body.for_s or 365 * 24 * 3600) * 1000)
-    await coordinator.store.redis.hset(
-        coordinator.store.keys.printer(printer_id), "paused_until_ms", until
-    )
+    until = now_ms + int((body.for_s or UNTIL_RESUMED_S) * 1000)
     # A long-poll parked on this printer waits for the end of the pause it last saw;
-    # a new, shorter pause must wake it to read the new end.
-    await coordinator.store.wake_printer(printer_id)
+    # a new, shorter pause wakes it to read the new end (pause_until does).
+    await coordinator.store.printers.pause_until(printer_id, until)
     log_event("printer_paused", printer_id=printer_id, for_s=body.for_s, actor=identity.actor)
-    return json_response(await printer_summary(coordinator, printer_id, now_ms))
+    return json_response(await _summary(coordinator, printer_id, now_ms))
 
 
 @routes.post("/v1/printers/{printer_id}/resume")
 async def resume(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "operator")
     printer_id = _printer_id(request)
-    key = coordinator.store.keys.printer(printer_id)
-    await coordinator.store.redis.hset(key, "paused_until_ms", 0)
-    await coordinator.store.wake_printer(printer_id)
+    await coordinator.store.printers.pause_until(printer_id, 0)
     log_event("printer_resumed", printer_id=printer_id, actor=identity.actor)
-    return json_response(await printer_summary(coordinator, printer_id, await _now_ms(coordinator)))
+    now_ms = await coordinator.store.printers.now_ms()
+    return json_response(await _summary(coordinator, printer_id, now_ms))
 
 
 @routes.post("/v1/printers/{printer_id}/drain")
@@ -145,11 +90,8 @@ async def drain(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "operator")
     printer_id = _printer_id(request)
     body = await read_model(request, DrainRequest)
-    now_ms = await _now_ms(coordinator)
-    await coordinator.store.redis.hset(
-        coordinator.store.keys.printer(printer_id), "paused_until_ms",
-        now_ms + 365 * 24 * 3600 * 1000,
-    )  # fmt: skip
+    now_ms = await coordinator.store.printers.now_ms()
+    await coordinator.store.printers.pause_until(printer_id, now_ms + UNTIL_RESUMED_S * 1000)
     decision = await coordinator.failover.execute(
         printer_id, mode="drain", reason=f"drained by {identity.actor}",
         targets=body.checked_targets(), actor=identity.actor,
@@ -160,7 +102,7 @@ async def drain(request: web.Request) -> web.Response:
 @routes.post("/v1/rebalance")
 async def rebalance_queues(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "operator")
-    moves = await rebalance(coordinator, identity.actor)
+    moves = await rebalance(coordinator.store, coordinator.failover, identity.actor)
     return json_response({"moved": moves})
 
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import math
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-import redis.exceptions
 from aiohttp import web
 
 from badgeline.coordinator.api.auth import Identity
@@ -44,6 +44,7 @@ from badgeline.coordinator.api.http import (
     error_response,
 )
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.store.access import Taken
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
@@ -75,14 +76,6 @@ class Limits:
 LIMITS = web.AppKey("limits", Limits)
 
 
-@dataclass(frozen=True)
-class Taken:
-    admitted: bool
-    retry_after_ms: int
-    limit: str
-    day: str
-
-
 def route_of(request: web.Request) -> tuple[str, str] | None:
     resource = request.match_info.route.resource
     if resource is None:
@@ -110,23 +103,17 @@ def quota_of(coordinator: Coordinator, limits: Limits, kiosk_name: str) -> int |
 async def take(
     coordinator: Coordinator, limits: Limits, kiosk_name: str, *, counts_quota: bool
 ) -> Taken:
-    settings, store = coordinator.settings, coordinator.store
+    settings = coordinator.settings
     quota = quota_of(coordinator, limits, kiosk_name) if counts_quota else None
-    reply = await store.scripts["rate_limit"](
-        [store.keys.rate_bucket(kiosk_name), store.keys.rate_quota(kiosk_name)],
-        ["take", settings.kiosk_rate_per_s or 0, settings.kiosk_burst, quota or 0],
-    )
-    limit = reply[2].decode() if isinstance(reply[2], bytes) else str(reply[2])
-    return Taken(bool(int(reply[0])), int(reply[1]), limit, str(reply[4]) if quota else "")
+    taken = await coordinator.store.limits.take_kiosk(
+        kiosk_name, rate_per_s=settings.kiosk_rate_per_s or 0, burst=settings.kiosk_burst,
+        quota=quota or 0,
+    )  # fmt: skip
+    return taken if quota else dataclasses.replace(taken, day="")
 
 
 async def refund(coordinator: Coordinator, kiosk_name: str, day: str) -> None:
-    store = coordinator.store
-    with contextlib.suppress(redis.exceptions.RedisError):
-        await store.scripts["rate_limit"](
-            [store.keys.rate_bucket(kiosk_name), store.keys.rate_quota(kiosk_name)],
-            ["refund", day],
-        )
+    await coordinator.store.limits.refund_kiosk(kiosk_name, day)
 
 
 def _refused(limits: Limits, identity: Identity, taken: Taken) -> BadgelineError:

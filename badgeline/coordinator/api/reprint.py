@@ -7,7 +7,6 @@ acceptance gate as a kiosk's (store.accept), under its own idempotency key
 
 from __future__ import annotations
 
-import json
 import logging
 
 from aiohttp import web
@@ -15,8 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.api.context import Coordinator, authenticate
 from badgeline.coordinator.api.http import correlation_id, job_id_param, json_response, read_model
-from badgeline.coordinator.api.kiosk import SHED_RETRY_AFTER_S, spill_peers
-from badgeline.coordinator.api.visibility import owner_of
+from badgeline.coordinator.control.routing import SHED_RETRY_AFTER_S, spill_peers
 from badgeline.coordinator.store.jobs import AcceptOutcome
 from badgeline.log import job_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
@@ -27,7 +25,7 @@ from badgeline.protocol.states import JobState
 routes = web.RouteTableDef()
 
 # The attendee is usually standing at the desk waiting for it: a reprint goes
-# ahead of routine check-ins (the seed's "a re-drive at priority 0 jumps the line").
+# ahead of routine check-ins: priority 0 jumps the line.
 REPRINT_PRIORITY = 0
 # A reprint of a job that has not finished would put two badges in flight for
 # one request; the operator should cancel, drain or wait instead.
@@ -47,7 +45,7 @@ class ReprintRequest(BaseModel):
 
 
 async def _original(coordinator: Coordinator, job_id: str) -> JobView:
-    original = await coordinator.store.get_job(job_id)
+    original = await coordinator.store.jobs.get(job_id)
     if original is None:
         raise BadgelineError(ErrorCode.NOT_FOUND, f"no job {job_id}")
     if original.state not in REPRINTABLE:
@@ -64,30 +62,10 @@ async def _note_request(
     coordinator: Coordinator, job_id: str, requested_at: float, actor: str, reason: str,
     original_id: str,
 ) -> None:  # fmt: skip
-    """Put the request first in the new job's history. LPUSH, not RPUSH: an
-    agent may lease the job before this lands, and the request came first."""
+    """Put the request first in the new job's history."""
     entry = {"at": requested_at, "from": None, "to": JobState.QUEUED, "actor": actor,
              "reason": f"reprint of {original_id} requested by {actor}: {reason}"}  # fmt: skip
-    await coordinator.store.redis.lpush(coordinator.store.keys.history(job_id), json.dumps(entry))
-
-
-async def _reprint_number(
-    coordinator: Coordinator, original_id: str, request_id: str | None
-) -> int:
-    """The n of the reprint's key `reprint:<job_id>:<n>`: the next one, or the one
-    this `request_id` was given before. Two racing requests with one id may both
-    draw a number; SET NX keeps the first, and both then use it, so the dedupe
-    gate lets one job through (the other number is skipped, never used)."""
-    store = coordinator.store
-    claim = store.keys.reprint_request(original_id, request_id) if request_id else None
-    if claim is not None and (given := await store.redis.get(claim)) is not None:
-        return int(given)
-    n = int(await store.redis.incr(store.keys.reprint_sequence(original_id)))
-    if claim is not None:
-        window = coordinator.settings.dedupe_window_s
-        if not await store.redis.set(claim, n, nx=True, ex=window):
-            n = int(await store.redis.get(claim) or n)
-    return n
+    await coordinator.store.jobs.note_first(job_id, entry)
 
 
 def _refuse(outcome: AcceptOutcome, job: PrintJob, cid: str, request_id: str | None) -> None:
@@ -115,11 +93,10 @@ async def reprint(request: web.Request) -> web.Response:
     body = await read_model(request, ReprintRequest)
     original = await _original(coordinator, original_id)
     store, cid = coordinator.store, correlation_id(request)
-    seconds, micros = await store.redis.time()
     # Milliseconds, as every history entry the scripts write (now_ms): with microseconds
     # this entry could sort after the `accepted` one written in the same millisecond.
-    requested_at = (int(seconds) * 1000 + int(micros) // 1000) / 1000
-    n = await _reprint_number(coordinator, original_id, body.request_id)
+    requested_at = await store.printers.now_ms() / 1000
+    n = await store.jobs.reprint_number(original_id, body.request_id)
     job = PrintJob(
         attendee_id=original.attendee_id, badge_pdf_ref=original.badge_pdf_ref,
         printer_target=body.printer_target or original.printer_target, priority=body.priority,
@@ -128,9 +105,9 @@ async def reprint(request: web.Request) -> web.Response:
     route = coordinator.router.route(job.printer_target)
     # The reprint belongs to the kiosk (and group) of the original: the desk that
     # printed the badge sees its replacement in the attendee's jobs.
-    owner = await owner_of(store, original_id)
+    owner = await store.jobs.owner_of(original_id)
     try:
-        outcome = await store.accept(
+        outcome = await store.jobs.accept(
             job, route=route, correlation_id=cid, actor=identity.actor,
             reprint_of=original_id, spill_to=spill_peers(coordinator.settings, route.printer_id),
             owner=owner,
@@ -148,12 +125,12 @@ async def reprint(request: web.Request) -> web.Response:
     if not outcome.duplicate:
         await _note_request(coordinator, outcome.job_id, requested_at, identity.actor,
                             body.reason, original_id)  # fmt: skip
-    # A repeat of a request_id is the seed's duplicate_suppressed: no second badge.
+    # A repeat of a request_id is a duplicate_suppressed: no second badge.
     event = "duplicate_suppressed" if outcome.duplicate else "job_reprinted"
     job_event(event, level=logging.WARNING if outcome.shed else logging.INFO,
               job_id=outcome.job_id, printer_id=outcome.printer_id,
               idempotency_key=job.idempotency_key, correlation_id=cid, reprint_of=original_id,
               reason=body.reason, actor=identity.actor, state=str(outcome.state))  # fmt: skip
     _refuse(outcome, job, cid, body.request_id)
-    view = await store.get_job(outcome.job_id)
+    view = await store.jobs.get(outcome.job_id)
     return json_response(view, status=200 if outcome.duplicate else 201)

@@ -20,13 +20,11 @@ work as without a dashboard.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
@@ -53,47 +51,32 @@ class Session:
     expires_in_s: int
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def session_key(coordinator: Coordinator, session_id: str) -> str:
-    """Where Redis keeps a session: under the hash of its cookie, never the cookie."""
-    return coordinator.store.keys.session(hashlib.sha256(session_id.encode()).hexdigest())
-
-
 async def create_session(coordinator: Coordinator, token: str) -> str:
     """A new session for this (operator) token; the cookie value, shown only to the browser."""
     session_id = secrets.token_urlsafe(32)
-    key = session_key(coordinator, session_id)
-    proof = session_proof(bytes.fromhex(token_digest(token)), session_id)
-    async with coordinator.store.redis.pipeline(transaction=True) as pipe:
-        pipe.hset(key, mapping={
-            "proof": proof, "csrf": secrets.token_urlsafe(32), "created_at": int(time.time()),
-        })  # fmt: skip
-        pipe.expire(key, SESSION_TTL_S)
-        await pipe.execute()
+    await coordinator.store.sessions.create(
+        session_id, proof=session_proof(bytes.fromhex(token_digest(token)), session_id),
+        csrf_token=secrets.token_urlsafe(32), created_at=int(time.time()), ttl_s=SESSION_TTL_S,
+    )  # fmt: skip
     return session_id
 
 
 async def load_session(coordinator: Coordinator, session_id: str) -> Session | None:
     if not _SESSION_ID.match(session_id):
         return None
-    redis, key = coordinator.store.redis, session_key(coordinator, session_id)
-    raw = {_text(k): _text(v) for k, v in (await redis.hgetall(key)).items()}
-    if not raw:
+    record = await coordinator.store.sessions.load(session_id)
+    if record is None:
         return None
-    identity = coordinator.auth.operator_of_session(session_id, raw.get("proof", ""))
-    if identity is None or "csrf" not in raw:
+    identity = coordinator.auth.operator_of_session(session_id, record.proof)
+    if identity is None or record.csrf_token is None:
         # Its token was rotated out of the config, or the record was not made here.
-        await redis.delete(key)
+        await coordinator.store.sessions.end(session_id)
         return None
-    ttl = int(await redis.ttl(key))
-    return Session(identity, raw["csrf"], max(ttl, 0))
+    return Session(identity, record.csrf_token, record.expires_in_s)
 
 
 async def end_session(coordinator: Coordinator, session_id: str) -> None:
-    await coordinator.store.redis.delete(session_key(coordinator, session_id))
+    await coordinator.store.sessions.end(session_id)
 
 
 def _check_csrf(request: web.Request, session: Session) -> None:

@@ -18,7 +18,7 @@ def classify_report(report: PrinterHealthReport) -> PrinterState:
 
 
 def probe_verdict(report: PrinterHealthReport) -> str:
-    """How one probe counts toward the printer's state (see heartbeat-2.lua):
+    """How one probe counts toward the printer's state (see heartbeat-4.lua):
     `fatal` kills it at once, `failed` is one consecutive failure, `low` degrades."""
     verdict = classify_report(report)
     if verdict is PrinterState.DEAD:

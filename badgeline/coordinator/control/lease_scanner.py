@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from badgeline.coordinator.store.jobs import JobStore
+from badgeline.coordinator.store import Store
 from badgeline.log import job_event, log_event
 
 ACTOR = "coordinator:lease-scanner"
@@ -17,8 +17,8 @@ ACTOR = "coordinator:lease-scanner"
 LEASED_REPAIR_INTERVAL_S = 30.0
 
 
-async def expire_leases_once(store: JobStore) -> int:
-    expired = await store.expire_leases(ACTOR)
+async def expire_leases_once(store: Store) -> int:
+    expired = await store.leases.expire(ACTOR)
     for lease in expired:  # one line per state change (invariant 8)
         job_event(
             "lease_expired", job_id=lease.job_id, printer_id=lease.printer_id,
@@ -28,8 +28,8 @@ async def expire_leases_once(store: JobStore) -> int:
     return len(expired)
 
 
-async def repair_leased_sets_once(store: JobStore) -> int:
-    dropped = await store.repair_leased_sets()
+async def repair_leased_sets_once(store: Store) -> int:
+    dropped = await store.leases.repair_leased_sets()
     if dropped:
         log_event("leased_sets_repaired", logging.WARNING, dropped=dropped,
                   why="jobs left leased by a coordinator that keeps no such sets")  # fmt: skip

@@ -1,32 +1,20 @@
-"""Choosing the printer for a job whose target is a pool or `auto`."""
+"""Choosing the printer for a job whose target is a pool or `auto`, and where a
+job may spill when its printer cannot take it."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from badgeline.coordinator.config import CoordinatorSettings
-from badgeline.protocol.errors import BadgelineError, ErrorCode
+from badgeline.coordinator.store.jobs import Route
 from badgeline.protocol.ids import pool_of_target
 
 # A printer whose last heartbeat is older than this many intervals is not a
 # candidate for new routed work.
 STALE_AFTER_INTERVALS = 3
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where a job goes: its named printer, or a choice among candidates that the
-    accept script makes in the same step as the enqueue (scripts/accept-7.lua)."""
-
-    printer_id: str  # '' when the script chooses
-    candidates: str = ""  # a JSON list or '*' (every printer of the venue); '' when named
-    label: str = ""  # the label a candidate must carry ('' for any)
-    stale_ms: int = 0  # heartbeat age past which a printer takes no new routed work
-    pool: str | None = None
-
-    def script_args(self) -> list[str | int]:
-        return [self.candidates, self.label, self.stale_ms]
+# How long a kiosk should wait before retrying a shed job: long enough for a
+# printer to work down part of its backlog, short enough for a queue at a desk.
+SHED_RETRY_AFTER_S = 5
 
 
 class Router:
@@ -45,9 +33,12 @@ class Router:
         return Route("", candidates, label, stale_ms, pool)
 
 
-def no_printer_available(route: Route) -> BadgelineError:
-    return BadgelineError(
-        ErrorCode.NO_PRINTER_AVAILABLE,
-        f"no healthy printer in pool {route.pool!r} right now; retry or name a printer",
-        extra={"pool": route.pool},
-    )
+def spill_peers(settings: CoordinatorSettings, printer_id: str) -> list[str] | str:
+    """Where a job may go when its printer is dead or full: its pool peers when
+    pools are configured, else any printer of the venue ('*'), or nowhere."""
+    if not printer_id or not settings.spill_named_targets:
+        return []  # a routed job went to the least loaded printer already
+    for members in settings.pools.values():
+        if printer_id in members:
+            return [p for p in members if p != printer_id]
+    return "*"

@@ -19,18 +19,12 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterator
 
-from redis.asyncio.client import PubSub
-
-from badgeline.coordinator.store.connection import RedisClient
+from badgeline.coordinator.store.wake_channel import WakeChannel
 from badgeline.log import log_event
-
-# Ping an idle subscription now and then so a dead connection is noticed.
-KEEPALIVE_EVERY_IDLE_POLLS = 15
 
 
 class WakeHub:
-    def __init__(self, redis: RedisClient, channel: str) -> None:
-        self._redis = redis
+    def __init__(self, channel: WakeChannel) -> None:
         self._channel = channel
         self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
         self._task: asyncio.Task[None] | None = None
@@ -101,34 +95,8 @@ class WakeHub:
                 backoff = min(backoff * 2, 5.0)
 
     async def _listen_once(self) -> None:
-        pubsub = self._redis.pubsub()
-        try:
-            await pubsub.subscribe(self._channel)
-            await self._confirmed(pubsub)
+        def ready() -> None:
             self._subscribed.set()
             self.wake_everyone()
-            idle_polls = 0
-            while not self._stopping:
-                message = await pubsub.get_message(timeout=1.0)
-                if message is None:
-                    idle_polls += 1
-                    if idle_polls % KEEPALIVE_EVERY_IDLE_POLLS == 0:
-                        await pubsub.ping()
-                    continue
-                if message.get("type") != "message":
-                    continue
-                data = message["data"]
-                self.wake(data.decode() if isinstance(data, bytes) else str(data))
-        finally:
-            await pubsub.aclose()
 
-    async def _confirmed(self, pubsub: PubSub) -> None:
-        """SUBSCRIBE returns once sent, not once run: a publish before the server ran
-        it is not heard. On a cluster the publish may also come from another node."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 10
-        while loop.time() < deadline:
-            message = await pubsub.get_message(timeout=1.0)
-            if message is not None and message.get("type") == "subscribe":
-                return
-        raise TimeoutError(f"no confirmation of SUBSCRIBE {self._channel}")
+        await self._channel.listen(ready, self.wake, lambda: not self._stopping)
