@@ -134,7 +134,7 @@ class CoordinatorSettings(BaseModel):
     )
 
     # Callers' limits, slow clients, TLS and enrolment (docs/config.md, "Limits, TLS and
-    # enrolment"; badgeline/coordinator/api/ratelimit.py, tls.py, enrolment.py).
+    # enrolment"; coordinator/api/ratelimit.py, tls.py, enrolment.py).
     kiosk_rate_per_s: float | None = Field(default=None, gt=0, le=10_000)
     kiosk_burst: int = Field(default=20, ge=1, le=100_000)
     kiosk_daily_quota: int | None = Field(default=None, ge=1, le=10_000_000)
@@ -145,7 +145,7 @@ class CoordinatorSettings(BaseModel):
     tls_key_file: Path | None = None
     enrolment_code_ttl_s: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
     # Where secrets are guessed (POST /v1/enrol, the dashboard sign-in): attempts per
-    # client address, shared by every replica (attempts.py). A success gives its
+    # client address, shared by every replica (api/attempts.py). A success gives its
     # attempt back, so only refused guesses use up the allowance.
     credential_attempts_per_min: float = Field(default=6.0, gt=0, le=100_000)
     credential_attempts_burst: int = Field(default=10, ge=1, le=100_000)

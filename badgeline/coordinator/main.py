@@ -125,7 +125,7 @@ def settle_garbage_collector() -> None:
     ~75,000 objects) out of the collector's full passes, and collect the young
     generation less often. Each full pass otherwise walked all of them, a ~60 ms
     stall of every request in flight, the largest part of the accept latency's
-    tail (docs/benchmarks.md); the stall metrics (stalls.py) show what is left."""
+    tail (docs/benchmarks.md); the stall metrics (control/stalls.py) show what is left."""
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()

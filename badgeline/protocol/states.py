@@ -1,4 +1,4 @@
-"""Job and printer states: the state machine of ARCHITECTURE.md, as enums."""
+"""Job and printer states as enums: the state machine of docs/architecture.md."""
 
 from __future__ import annotations
 

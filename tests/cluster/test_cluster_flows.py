@@ -1,4 +1,4 @@
-"""The core job flows on a real 3-master Redis Cluster (issue 8): two venues whose
+"""The core job flows on a real 3-master Redis Cluster: two venues whose
 hash slots live on different masters, each served by its own coordinator that
 knows one node of the cluster and discovers the rest."""
 

@@ -1,4 +1,4 @@
-"""Sentinel (issue 8): the embedded binary runs as a sentinel (`--sentinel`), so a
+"""Sentinel: the embedded binary runs as a sentinel (`--sentinel`), so a
 coordinator in redis_mode sentinel is tested through a real failover."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from tests.coordinator.conftest import MakeClient
 
 JOBS = 1000
 BATCH = 8  # submitted concurrently, with distinct priorities: their order is never in question
-SPREAD_S = 2.4  # more than 2 s: the seed's `priority + time.time() % 1` wraps every second
+SPREAD_S = 2.4  # more than 2 s: a `priority + time.time() % 1` score would wrap every second
 PRIORITIES = (0, 1, 2, 5, 10, 50, 99, 100, 101, 250, 500, 998, 999, 1000)
 
 

@@ -117,7 +117,7 @@ def test_acks_of_a_print_finished_while_the_coordinator_was_down_arrive_after_it
     assert lease_id in ack["reason"], ack
     # (When the ack comes later than the coordinator's ack_grace_s after its return,
     # the job passes through failover first: parked and flagged possible_duplicate.
-    # With one printer nothing can print it again; see the report of issue 3.)
+    # With one printer nothing can print it again, so it still prints once.)
     assert [views[job_id]["prints"] for job_id in jobs] == [1, 1, 1]
     counts = prints_by_job(venue)
     assert [counts[job_id] for job_id in jobs] == [1, 1, 1]

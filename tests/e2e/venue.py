@@ -23,10 +23,9 @@ from badgeline.agent.config import JOURNAL_FILE_NAME
 from badgeline.localvenue import LocalVenue, PrinterSlot, wait_until
 from tests.agent.relay import ReplyHoldingRelay
 
-# Agent settings every e2e venue uses. A short lease long-poll: a coordinator
-# asked to stop waits for open long-polls to run out before it exits (see the
-# report of issue 3), and 2 s keeps that wait short; dispatch is woken by
-# pub/sub, so a short poll does not slow printing.
+# Agent settings every e2e venue uses. A short lease long-poll (2 s) keeps each
+# agent's wait on a lease short; dispatch is woken by pub/sub, so a short poll
+# does not slow printing.
 E2E_AGENT_SETTINGS: dict[str, Any] = {"lease_wait_s": 2.0}
 
 

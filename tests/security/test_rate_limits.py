@@ -1,4 +1,5 @@
-"""Per-kiosk rate limits and daily quotas (seed 003 §8), and the agents' long-poll bound.
+"""Per-kiosk rate limits and daily quotas (docs/api.md, "Limits, slow clients and TLS"),
+and the agents' long-poll bound.
 
 Over a limit is a 429 `rate_limited` with `Retry-After`, in the error shape, and the
 refused request writes nothing. Agents and operators are not rate limited.
