@@ -1,6 +1,7 @@
 """Record a venue in the middle of an event, as a release wrote it to Redis.
 
-    .venv/bin/python -m tests.coordinator.upgrade.record_venue tests/coordinator/upgrade/format1_venue.json
+    .venv/bin/python -m tests.coordinator.upgrade.record_venue \
+        tests/coordinator/upgrade/format1_venue.json
 
 Drives a real coordinator (this checkout's code, on an embedded Redis) through
 the HTTP API until its jobs sit in every state a venue holds mid-event, then
@@ -144,8 +145,8 @@ async def record(out: Path) -> None:
         redis = Redis.from_url(server.url)
         settings = CoordinatorSettings(
             venue=VENUE, redis_url=server.url, state_dir=Path(folder) / "state",
-            tokens=test_tokens(), mdns=False, high_water_mark=4, ack_grace_s=3600, spill_named_targets=False,
-            pools={"desk-c": ["printer-c"]},
+            tokens=test_tokens(), mdns=False, high_water_mark=4, ack_grace_s=3600,
+            spill_named_targets=False, pools={"desk-c": ["printer-c"]},
             retry_backoff_unit_s=60, lease_ttl_s=3600,
         )  # fmt: skip
         client: flows.Client = TestClient(TestServer(create_app(settings, redis)))
