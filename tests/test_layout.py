@@ -38,7 +38,8 @@ def _imports(path: Path) -> set[str]:
     """Every module this file imports, anywhere in it (also inside functions), with
     `from a import b` counted as both `a` and `a.b` (b may be a module)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -101,6 +101,8 @@ async def _end_long_polls(app: web.Application) -> None:
 async def _background(app: web.Application) -> AsyncIterator[None]:
     coordinator = app[COORDINATOR]
     settings = coordinator.settings
+    # Before any request or loop: what a previous release wrote is read as this one writes.
+    await coordinator.store.data_format.upgrade()
     await coordinator.wakeups.start()
     if settings.mdns:
         browser = AgentBrowser(interfaces=settings.mdns_interface_list())

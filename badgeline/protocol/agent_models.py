@@ -7,11 +7,10 @@ built costs memory, and a Pi agent's budget is 45 MB (docs/benchmarks.md).
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.protocol.failures import FailureReason
+from badgeline.protocol.job import PrintJob
 from badgeline.protocol.states import AckResult, Confirmation, JobState, PaperLevel, PrinterState
 
 MAX_ERROR_TEXT = 500
@@ -54,11 +53,25 @@ class HeartbeatResponse(ResponseModel):
     heartbeat_interval_s: float
 
 
+class LeasedPrintJob(PrintJob):
+    """A leased job as its agent receives it: the job as it was accepted (PrintJob's
+    fields), and what the lease adds. Lenient where PrintJob is strict: the payload
+    was checked at acceptance, and a newer coordinator may add fields."""
+
+    model_config = ConfigDict(strict=False, extra="ignore")
+
+    attempts: int = Field(default=0, description="failed attempts before this lease")
+    possible_duplicate: bool = Field(
+        default=False, description="an earlier lease of this job may have printed it"
+    )
+    correlation_id: str = ""
+
+
 class LeasedJob(ResponseModel):
     job_id: str
     lease_id: str
     lease_ttl_s: float
-    job: dict[str, Any] = Field(description="the PrintJob fields, plus attempts")
+    job: LeasedPrintJob
 
 
 class LeaseResponse(ResponseModel):

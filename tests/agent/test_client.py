@@ -46,7 +46,7 @@ async def test_lease_returns_queued_jobs_and_an_empty_list_after_the_wait(
     job_id = await kiosk.submit(badge_ref, "printer-a")
     jobs = await client.lease(wait_s=5, max_jobs=2)
     assert [job.job_id for job in jobs] == [job_id]
-    assert jobs[0].lease_id and jobs[0].job["badge_pdf_ref"] == badge_ref
+    assert jobs[0].lease_id and jobs[0].job.badge_pdf_ref == badge_ref
 
 
 async def test_the_start_grant_is_idempotent_for_one_lease(

@@ -131,8 +131,9 @@ def without_attempts(snapshot: dict[str, Any]) -> dict[str, Any]:
 async def venue_snapshot(redis: Redis, venue: str) -> dict[str, Any]:
     """Every key of a venue with its type and content: equal snapshots = nothing written."""
     snapshot: dict[str, Any] = {}
-    # The failover monitor's own bookkeeping changes on every tick, request or not.
-    upkeep = {VenueKeys(venue).heartbeat_watch}
+    # The failover monitor's own bookkeeping changes on every tick, request or not;
+    # the data format is marked at start-up, before any request.
+    upkeep = {VenueKeys(venue).heartbeat_watch, VenueKeys(venue).data_format}
     async for raw in redis.scan_iter(match=VenueKeys(venue).prefix + "*", count=1000):
         key = raw.decode() if isinstance(raw, bytes) else str(raw)
         if key in upkeep:

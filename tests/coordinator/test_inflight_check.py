@@ -31,12 +31,9 @@ async def beat(store: Store, printer_id: str, **health: object) -> None:
 
 async def lease_and_start(store: Store, printer_id: str) -> str:
     [leased] = (await store.leases.lease(printer_id, 1, "test")).jobs
-    granted = await store.leases.grant_start(
-        printer_id, leased["job_id"], leased["lease_id"], "test"
-    )
+    granted = await store.leases.grant_start(printer_id, leased.job_id, leased.lease_id, "test")
     assert granted.granted
-    lease_id: str = leased["lease_id"]
-    return lease_id
+    return leased.lease_id
 
 
 async def test_a_job_granted_again_elsewhere_is_left_printing_by_the_check(

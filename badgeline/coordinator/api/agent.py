@@ -27,7 +27,6 @@ from badgeline.protocol.models import (
     AckResponse,
     HeartbeatRequest,
     HeartbeatResponse,
-    LeasedJob,
     LeaseResponse,
     RenewRequest,
     RenewResponse,
@@ -111,16 +110,11 @@ async def lease(request: web.Request) -> web.Response:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(remaining):
                     await woken.wait()
-    ttl = coordinator.settings.lease_ttl_s
-    leased = []
-    for doc in jobs:
-        job_id, lease_id = doc.pop("job_id"), doc.pop("lease_id")
-        doc.pop("lease_ttl_ms", None)
-        job_event("job_leased", job_id=job_id, printer_id=printer_id,
-                  idempotency_key=doc["idempotency_key"], correlation_id=doc["correlation_id"],
-                  lease_id=lease_id)  # fmt: skip
-        leased.append(LeasedJob(job_id=job_id, lease_id=lease_id, lease_ttl_s=ttl, job=doc))
-    return json_response(LeaseResponse(jobs=leased))
+    for leased in jobs:
+        job_event("job_leased", job_id=leased.job_id, printer_id=printer_id,
+                  idempotency_key=leased.job.idempotency_key,
+                  correlation_id=leased.job.correlation_id, lease_id=leased.lease_id)  # fmt: skip
+    return json_response(LeaseResponse(jobs=jobs))
 
 
 @routes.post("/v1/agents/{printer_id}/jobs/{job_id}/start")

@@ -30,6 +30,7 @@ from badgeline.coordinator.store.leases import LeaseRecords
 from badgeline.coordinator.store.printers import PrinterRecords
 from badgeline.coordinator.store.reports import ReportQueries
 from badgeline.coordinator.store.script_loader import load_scripts
+from badgeline.coordinator.store.upgrade import DataFormat
 from badgeline.coordinator.store.wake_channel import WakeChannel
 
 STORE_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError)
@@ -50,6 +51,7 @@ class Store:
         self.enrolment = EnrolmentRecords(*parts)
         self.artifacts = ArtifactRecords(*parts)
         self.limits = LimitCounters(*parts)
+        self.data_format = DataFormat(*parts)
         self.wake_channel = WakeChannel(redis, self.keys.wake_channel)
 
     async def ping(self) -> None:

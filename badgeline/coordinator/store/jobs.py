@@ -108,9 +108,8 @@ class JobRecords(Records):
             ],
             [
                 k.prefix, job_id, payload_hash(job), self.settings.dedupe_window_s,
-                self.settings.high_water_mark, job.priority, job.attendee_id, job.badge_pdf_ref,
-                job.printer_target, route.printer_id, job.idempotency_key, correlation_id, actor,
-                reprint_of or "", k.wake_channel,
+                self.settings.high_water_mark, job.model_dump_json(), route.printer_id,
+                correlation_id, actor, reprint_of or "", k.wake_channel,
                 spill_to if isinstance(spill_to, str) else json.dumps(spill_to),
                 *route.script_args(), owner.kiosk, owner.group,
             ],
@@ -268,14 +267,10 @@ def job_view(fields: dict[Any, Any], history: list[Any], prints: int) -> JobView
     entries = [json.loads(text(raw)) for raw in history]
     return JobView.model_validate(
         {
+            **json.loads(f["payload"]),  # the job as accepted: PrintJob's fields
             "job_id": f["job_id"],
             "state": f["state"],
-            "attendee_id": f["attendee_id"],
-            "badge_pdf_ref": f["badge_pdf_ref"],
-            "printer_target": f["printer_target"],
             "printer_id": f["printer_id"],
-            "priority": int(f["priority"]),
-            "idempotency_key": f["idempotency_key"],
             "attempts": int(f.get("attempts") or 0),
             "possible_duplicate": f.get("possible_duplicate") == "1",
             "reprint_of": f.get("reprint_of") or None,

@@ -19,6 +19,12 @@ class VenueKeys:
     def prefix(self) -> str:
         return f"bl:{{{self.venue}}}:"
 
+    @property
+    def data_format(self) -> str:
+        """The format the venue's keys are written in (store/upgrade.py): an integer;
+        absent before the first coordinator that keeps it ran (format 1)."""
+        return self.prefix + "data_format"
+
     # ---- counters and indexes
     @property
     def sequence(self) -> str:
@@ -83,7 +89,14 @@ class VenueKeys:
 
     # ---- per job
     def job(self, job_id: str) -> str:
+        """Hash: one job. `payload` is the job as accepted (PrintJob as JSON); the rest
+        is its life: state, printer_id, lease, fence, attempts, timestamps, owner."""
         return f"{self.prefix}job:{job_id}"
+
+    @property
+    def job_pattern(self) -> str:
+        """SCAN pattern of the job hashes (and their history and prints keys)."""
+        return f"{self.prefix}job:*"
 
     def history(self, job_id: str) -> str:
         return f"{self.prefix}job:{job_id}:history"
@@ -181,7 +194,7 @@ class VenueKeys:
         """The reprint number a client's `request_id` was given (a retry reuses it)."""
         return f"{self.prefix}job:{job_id}:reprint_req:{request_id}"
 
-    # ---- callers: rate limits and enrolment (ratelimit.py, enrolment.py)
+    # ---- callers: rate limits and enrolment (api/ratelimit.py, api/enrolment.py)
     def rate_bucket(self, kiosk_name: str) -> str:
         """Hash {tokens, at_ms}: a kiosk token's request bucket (rate_limit-2.lua)."""
         return f"{self.prefix}ratelimit:{kiosk_name}:bucket"
@@ -192,7 +205,7 @@ class VenueKeys:
 
     def attempt_bucket(self, route: str, client: str) -> str:
         """Hash {tokens, at_ms}: a client address's attempts at a secret on one route
-        (`enrol`, `login`; attempts.py, rate_limit-2.lua)."""
+        (`enrol`, `login`; api/attempts.py, rate_limit-2.lua)."""
         return f"{self.prefix}attempts:{route}:{client}"
 
     def enrolment_code(self, code_sha256: str) -> str:

@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from badgeline.coordinator.store.records import JobTrace, Records, text
+from badgeline.protocol.agent_models import AckRequest, LeasedJob, LeasedPrintJob
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.failures import is_permanent
-from badgeline.protocol.models import AckRequest
 from badgeline.protocol.states import JobState
 
 
 @dataclass(frozen=True)
 class LeaseOutcome:
-    jobs: list[dict[str, Any]]
+    jobs: list[LeasedJob]
     # How long the printer stays paused (0 when it is not): nothing is published when
     # a timed pause runs out, so a parked long-poll must not sleep past its end.
     pause_left_s: float = 0.0
@@ -69,9 +69,23 @@ class LeaseRecords(Records):
             [k.prefix, printer_id, max_jobs, ttl_ms, lease_prefix, actor],
         )
         return LeaseOutcome(
-            jobs=[json.loads(text(item)) for item in reply[1]],
+            jobs=[self._leased(json.loads(text(item))) for item in reply[1]],
             pause_left_s=int(reply[0]) / 1000,
         )
+
+    def _leased(self, doc: dict[str, Any]) -> LeasedJob:
+        # Built without validating again: the payload was checked when it was accepted,
+        # and a job the current rules would refuse must still reach its agent, which
+        # fails it as that job's problem; refusing it here would hold its queue.
+        job = LeasedPrintJob.model_construct(
+            **doc["payload"], attempts=int(doc["attempts"] or 0),
+            possible_duplicate=bool(doc["possible_duplicate"]),
+            correlation_id=doc["correlation_id"] or "",
+        )  # fmt: skip
+        return LeasedJob(
+            job_id=doc["job_id"], lease_id=doc["lease_id"], lease_ttl_s=self.settings.lease_ttl_s,
+            job=job,
+        )  # fmt: skip
 
     async def grant_start(
         self, printer_id: str, job_id: str, lease_id: str, actor: str

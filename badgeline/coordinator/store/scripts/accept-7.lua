@@ -6,22 +6,23 @@
 -- (Queue keys are built from the prefix: a routed job's printer is chosen here.)
 -- ARGV[1] prefix  ARGV[2] job_id  ARGV[3] payload_hash
 -- ARGV[4] dedupe window s (counted from the job's closing, see transition())
--- ARGV[5] high_water  ARGV[6] priority  ARGV[7] attendee_id  ARGV[8] badge_pdf_ref
--- ARGV[9] printer_target  ARGV[10] printer_id ('' for a routed job)  ARGV[11] idempotency_key
--- ARGV[12] correlation_id  ARGV[13] actor  ARGV[14] reprint_of ('' for none)
--- ARGV[15] wake channel
--- ARGV[16] peers the job may spill to when its printer is dead or full: a JSON
+-- ARGV[5] high_water
+-- ARGV[6] the job's payload: PrintJob as JSON, stored as it is in the `payload` field
+-- ARGV[7] printer_id ('' for a routed job)
+-- ARGV[8] correlation_id  ARGV[9] actor  ARGV[10] reprint_of ('' for none)
+-- ARGV[11] wake channel
+-- ARGV[12] peers the job may spill to when its printer is dead or full: a JSON
 --   list, '*' for every printer of the venue (KEYS[7]), or '[]' for none
 --   (a routed job: '[]', it goes to the least loaded printer already)
--- ARGV[17] routing candidates of a pool or `auto` job: a JSON list, or '*' for
+-- ARGV[9] routing candidates of a pool or `auto` job: a JSON list, or '*' for
 --   every printer of the venue; '' for a job naming its printer
--- ARGV[18] label the candidates must carry ('' for none)
--- ARGV[19] heartbeat age (ms) past which a printer takes no new routed work
--- ARGV[20] submitting kiosk token's name ('' when no kiosk submits it)
--- ARGV[21] that kiosk's group ('' for none)
+-- ARGV[14] label the candidates must carry ('' for none)
+-- ARGV[15] heartbeat age (ms) past which a printer takes no new routed work
+-- ARGV[16] submitting kiosk token's name ('' when no kiosk submits it)
+-- ARGV[17] that kiosk's group ('' for none)
 -- Returns {code, job_id, state, printer_id, position}, and for codes 2 and -1
 --   also the existing job's {kiosk, kiosk_group, source} (nil where absent:
---   a job accepted before submitters were recorded), for visibility.py to
+--   a job accepted before submitters were recorded), for api/visibility.py to
 --   decide whether the caller may learn of that job.
 --   code 1 accepted (state queued, or parked when its printer is dead and no
 --   peer can take it), 2 duplicate (same payload), 3 shed (backpressure),
@@ -31,7 +32,8 @@
 -- Routing here, not in a call before, means concurrent submits see each
 -- other's jobs: two calls let a burst of kiosks all pick the same printer.
 local prefix, job_id, payload_hash = ARGV[1], ARGV[2], ARGV[3]
-local printer_id = ARGV[10]
+local payload = cjson.decode(ARGV[6])
+local printer_id = ARGV[7]
 
 local claimed = redis.call('GET', KEYS[1])
 if claimed then
@@ -52,24 +54,25 @@ end
 
 local now = now_ms()
 local seq = redis.call('INCR', KEYS[4])
-if ARGV[17] ~= '' then
+if ARGV[13] ~= '' then
   local candidates
-  if ARGV[17] == '*' then candidates = redis.call('SMEMBERS', KEYS[7]) else candidates = cjson.decode(ARGV[17]) end
-  printer_id = route_target(prefix, candidates, ARGV[18], tonumber(ARGV[19]), now, seq)
+  if ARGV[13] == '*' then candidates = redis.call('SMEMBERS', KEYS[7]) else candidates = cjson.decode(ARGV[13]) end
+  printer_id = route_target(prefix, candidates, ARGV[14], tonumber(ARGV[15]), now, seq)
   if not printer_id then
     return {-3, '', '', '', -1}
   end
 end
-local priority = tonumber(ARGV[6])
+local priority = tonumber(payload.priority)
 -- priority * 2^32 + seq: lower number first, FIFO within a priority; exact in a double.
 local score = priority * 4294967296 + seq
+-- The claim's name is kept beside the payload: every script that closes a job or
+-- logs it reads it, and none needs the rest of the payload for that.
 redis.call('HSET', KEYS[2],
-  'job_id', job_id, 'attendee_id', ARGV[7], 'badge_pdf_ref', ARGV[8],
-  'printer_target', ARGV[9], 'printer_id', printer_id, 'priority', priority,
-  'idempotency_key', ARGV[11], 'payload_hash', payload_hash, 'score', score, 'seq', seq,
-  'attempts', 0, 'fence', 0, 'possible_duplicate', 0, 'reprint_of', ARGV[14],
-  'correlation_id', ARGV[12], 'source', ARGV[13], 'created_ms', now,
-  'dedupe_window_s', ARGV[4], 'kiosk', ARGV[20], 'kiosk_group', ARGV[21])
+  'job_id', job_id, 'payload', ARGV[6], 'idempotency_key', payload.idempotency_key,
+  'printer_id', printer_id, 'payload_hash', payload_hash, 'score', score, 'seq', seq,
+  'attempts', 0, 'fence', 0, 'possible_duplicate', 0, 'reprint_of', ARGV[10],
+  'correlation_id', ARGV[8], 'source', ARGV[9], 'created_ms', now,
+  'dedupe_window_s', ARGV[4], 'kiosk', ARGV[16], 'kiosk_group', ARGV[17])
 redis.call('SADD', KEYS[5], job_id)
 redis.call('SADD', KEYS[7], printer_id)
 
@@ -79,7 +82,7 @@ local target_dead = redis.call('HGET', printer_key(prefix, printer_id), 'state')
 local reason = 'accepted'
 if target_dead or depth >= high_water then
   local peers
-  if ARGV[16] == '*' then peers = redis.call('SMEMBERS', KEYS[7]) else peers = cjson.decode(ARGV[16]) end
+  if ARGV[12] == '*' then peers = redis.call('SMEMBERS', KEYS[7]) else peers = cjson.decode(ARGV[12]) end
   local peer = pick_target(prefix, peers, high_water, now, printer_id)
   if peer then
     reason = 'accepted; spilled from ' .. printer_id .. ' (dead or full) to ' .. peer
@@ -92,7 +95,7 @@ if depth >= high_water then
   -- and a later redrive goes through this same gate again.
   redis.call('HSET', KEYS[2], 'dead_reason', 'backpressure', 'dead_ms', now)
   redis.call('ZADD', KEYS[6], now, job_id)
-  transition(prefix, job_id, false, 'dead_lettered', ARGV[13],
+  transition(prefix, job_id, false, 'dead_lettered', ARGV[9],
     'backpressure: queue ' .. printer_id .. ' at ' .. depth, now)
   tally(prefix, job_id)
   return {3, job_id, 'dead_lettered', printer_id, depth}
@@ -101,12 +104,12 @@ end
 -- No expiry while the job is open: transition() starts the window when it closes.
 redis.call('SET', KEYS[1], job_id .. '|' .. payload_hash)
 if target_dead then
-  transition(prefix, job_id, false, 'queued', ARGV[13], 'accepted', now)
-  park_job(prefix, job_id, 'queued', ARGV[13], 'printer ' .. printer_id .. ' is dead and no peer can take it', now)
+  transition(prefix, job_id, false, 'queued', ARGV[9], 'accepted', now)
+  park_job(prefix, job_id, 'queued', ARGV[9], 'printer ' .. printer_id .. ' is dead and no peer can take it', now)
   tally(prefix, job_id)
   return {1, job_id, 'parked', printer_id, -1}
 end
-transition(prefix, job_id, false, 'queued', ARGV[13], reason, now)
-enqueue(prefix, job_id, printer_id, score, ARGV[15])
+transition(prefix, job_id, false, 'queued', ARGV[9], reason, now)
+enqueue(prefix, job_id, printer_id, score, ARGV[11])
 tally(prefix, job_id)
 return {1, job_id, 'queued', printer_id, redis.call('ZRANK', queue_key(prefix, printer_id), job_id)}

@@ -44,10 +44,11 @@ local jobs = {}
 for _, job_id in ipairs(ids) do
   local key = job_key(prefix, job_id)
   local f = redis.call('HMGET', key, 'state', 'created_ms', 'updated_ms', 'printer_id',
-    'attendee_id', 'possible_duplicate', 'printed_by', 'tally_accepted')
+    'payload', 'possible_duplicate', 'printed_by', 'tally_accepted')
   if f[1] then
+    local attendee_id = cjson.decode(f[5] or '{}').attendee_id or ''
     table.insert(jobs, {job_id, f[1], tonumber(f[2]), tonumber(f[3] or f[2]), f[4] or '',
-      f[5] or '', f[6] == '1', redis.call('SCARD', key .. ':prints'), f[7] or '', f[8] == '1'})
+      attendee_id, f[6] == '1', redis.call('SCARD', key .. ':prints'), f[7] or '', f[8] == '1'})
   end
 end
 

@@ -3,10 +3,11 @@
 -- KEYS[1] printer queue  KEYS[2] lease expiry zset  KEYS[3] printer hash
 -- ARGV[1] prefix  ARGV[2] printer_id  ARGV[3] max jobs  ARGV[4] lease ttl ms
 -- ARGV[5] lease id prefix (unique per call)  ARGV[6] actor
--- Returns {pause_left_ms, {JSON job documents, possibly none}}: pause_left_ms is how
+-- Returns {pause_left_ms, {JSON {job_id, lease_id, payload, attempts, possible_duplicate,
+-- correlation_id}, possibly none}}: pause_left_ms is how
 -- long the printer stays paused (0 when it is not). A timed pause ends with no
 -- wake-up (its end is only a time in the printer hash), so a long-poll parked on
--- a paused printer looks again when it ends (api_agent.lease).
+-- a paused printer looks again when it ends (api/agent.py, lease).
 local prefix, printer_id = ARGV[1], ARGV[2]
 local now = now_ms()
 local p = redis.call('HMGET', KEYS[3], 'paused_until_ms', 'state')
@@ -38,14 +39,13 @@ while #leased < max_jobs do
         'printer_id', printer_id)
       redis.call('ZADD', KEYS[2], now + ttl, job_id)
       transition(prefix, job_id, 'queued', 'leased', ARGV[6], 'leased as ' .. lease_id, now)
-      local fields = redis.call('HMGET', key, 'attendee_id', 'badge_pdf_ref', 'printer_target',
-        'priority', 'idempotency_key', 'attempts', 'possible_duplicate', 'correlation_id')
+      local fields = redis.call('HMGET', key, 'payload', 'attempts', 'possible_duplicate',
+        'correlation_id')
+      -- The payload goes out as it was accepted, with what this lease adds.
       table.insert(leased, cjson.encode({
-        job_id = job_id, lease_id = lease_id, lease_ttl_ms = ttl,
-        attendee_id = fields[1], badge_pdf_ref = fields[2], printer_target = fields[3],
-        priority = tonumber(fields[4]), idempotency_key = fields[5],
-        attempts = tonumber(fields[6]), possible_duplicate = fields[7] == '1',
-        correlation_id = fields[8]}))
+        job_id = job_id, lease_id = lease_id, payload = cjson.decode(fields[1] or '{}'),
+        attempts = tonumber(fields[2]), possible_duplicate = fields[3] == '1',
+        correlation_id = fields[4]}))
     end
   end
 end

@@ -12,18 +12,19 @@
 --   (detail = the reason code), which no retry can change,
 --   -1 not dead-lettered (detail = state), -2 no such job.
 local prefix = ARGV[1]
-local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'priority', 'payload_hash', 'job_id',
-  'idempotency_key', 'attendee_id', 'dead_reason', 'failure_reason')
-local state, printer_id, job_id = f[1], f[2], f[5]
+local f = redis.call('HMGET', KEYS[1], 'state', 'printer_id', 'payload_hash', 'job_id',
+  'idempotency_key', 'dead_reason', 'failure_reason')
+local state, printer_id, job_id = f[1], f[2], f[4]
 if not state then
   return {-2, 'not_found'}
 end
 if state ~= 'dead_lettered' and state ~= 'failed' then
   return {-1, state}
 end
-if f[8] == 'permanent' then
-  return {4, f[9] or ''}
+if f[6] == 'permanent' then
+  return {4, f[7] or ''}
 end
+local payload = job_payload(KEYS[1])
 local now = now_ms()
 local claimed = redis.call('GET', KEYS[2])
 local other, why = nil, 'key already accepted as '
@@ -35,7 +36,7 @@ else
   -- has expired with the dedupe window (a dead letter can outlive it), a job
   -- accepted under the same key still wins. Else an end-of-day redrive prints a
   -- badge the attendee already has.
-  local ids = redis.call('SMEMBERS', prefix .. 'attendee:' .. (f[7] or ''))
+  local ids = redis.call('SMEMBERS', prefix .. 'attendee:' .. (payload.attendee_id or ''))
   table.sort(ids)
   for _, id in ipairs(ids) do
     if id ~= job_id then
@@ -45,7 +46,7 @@ else
         if g[3] == job_id then
           other, why = id, 'reprinted as '
           break
-        elseif not claimed and g[1] == f[6] then
+        elseif not claimed and g[1] == f[5] then
           other = id
           break
         end
@@ -77,12 +78,12 @@ if not dead and depth >= high_water then
   return {3, tostring(depth)}
 end
 local seq = redis.call('INCR', KEYS[4])
-local score = tonumber(f[3]) * 4294967296 + seq
+local score = tonumber(payload.priority) * 4294967296 + seq
 redis.call('HSET', KEYS[1], 'score', score, 'seq', seq, 'attempts', 0, 'lease_id', '',
   'dedupe_window_s', ARGV[2])
 redis.call('HDEL', KEYS[1], 'dead_reason', 'dead_ms')
 -- Open again: its claim waits for it to close again (transition() in common.lua).
-redis.call('SET', KEYS[2], job_id .. '|' .. f[4])
+redis.call('SET', KEYS[2], job_id .. '|' .. f[3])
 redis.call('ZREM', KEYS[3], job_id)
 transition(prefix, job_id, state, 'queued', ARGV[4], 'redriven from the dead-letter list', now)
 if dead then

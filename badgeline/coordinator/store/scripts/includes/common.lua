@@ -1,4 +1,4 @@
--- Shared helpers, prepended to every script by badgeline.coordinator.scripts.
+-- Shared helpers, prepended to every script by store/script_loader.py.
 -- Time always comes from the Redis server: coordinator replicas' clocks differ.
 
 local function now_ms()
@@ -8,6 +8,12 @@ end
 
 local function job_key(prefix, job_id)
   return prefix .. 'job:' .. job_id
+end
+
+-- A job's fixed payload (PrintJob in badgeline/protocol/models.py), stored as one
+-- JSON field: attendee_id, badge_pdf_ref, printer_target, priority, idempotency_key.
+local function job_payload(key)
+  return cjson.decode(redis.call('HGET', key, 'payload') or '{}')
 end
 
 local function queue_key(prefix, printer_id)
