@@ -9,7 +9,7 @@ window with retries under one idempotency key per job. The fault schedule is dra
 from `--seed`: kill -9 agents, a coordinator replica and Redis (each restarted),
 cut agent links, jam printers, run them out of paper, take them offline, slow them.
 Then every fault is cleared, the venue settles, and the checker prints the report
-(see badgeline/chaos/checker.py). The full record is in <out>/chaos-report.json.
+(see tests/chaos/harness/checker.py). The full record is in <out>/chaos-report.json.
 
 Prints figures; asserts nothing. Exit status 0 when every invariant held, 1 if not.
 """
@@ -27,8 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from badgeline.chaos.run import ChaosConfig, run_chaos  # noqa: E402
-from badgeline.chaos.schedule import mix_for  # noqa: E402
+from tests.chaos.harness.run import ChaosConfig, run_chaos  # noqa: E402
+from tests.chaos.harness.schedule import mix_for  # noqa: E402
 
 JOBS_PER_SECOND = 15.0  # what the window is sized for: the venue keeps up with the kiosks
 SECONDS_PER_FAULT = 4.0

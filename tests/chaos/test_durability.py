@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from badgeline.chaos.power_cuts import PowerCuts
-from badgeline.chaos.redis_kill import redis_kill_round
+from tests.chaos.harness.power_cuts import PowerCuts
+from tests.chaos.harness.redis_kill import redis_kill_round
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

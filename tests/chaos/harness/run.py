@@ -18,12 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from badgeline.chaos.checker import TERMINAL, Checker, Report
-from badgeline.chaos.faults import FaultRunner
-from badgeline.chaos.kiosk import Kiosk, Submission, plan_submissions
-from badgeline.chaos.schedule import CI_MIX, FaultEvent, generate
-from badgeline.chaos.venue import ChaosVenue, VenueError
 from badgeline.samples import sample_badge_pdf
+from tests.chaos.harness.checker import TERMINAL, Checker, Report
+from tests.chaos.harness.faults import FaultRunner
+from tests.chaos.harness.kiosk import Kiosk, Submission, plan_submissions
+from tests.chaos.harness.schedule import CI_MIX, FaultEvent, generate
+from tests.chaos.harness.venue import ChaosVenue, VenueError
 
 log = logging.getLogger("badgeline.chaos")
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import aiohttp
 
-from badgeline.chaos.proxy import FaultProxy
 from badgeline.coordinator.auth import token_digest
 from badgeline.coordinator.redis_server import EmbeddedRedis, free_port
 from badgeline.localvenue import ManagedProcess, PrinterSlot
+from tests.chaos.harness.proxy import FaultProxy
 
 # Settings that make a chaos run converge in seconds rather than minutes; each is a
 # documented coordinator option (docs/config.md), none changes what is guaranteed.

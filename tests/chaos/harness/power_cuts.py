@@ -36,18 +36,18 @@ from typing import Any
 import aiohttp
 
 from badgeline.agent.journal import Journal, JournalSettings
-from badgeline.chaos.checker import Checker, Report
-from badgeline.chaos.faults import FaultRecord
-from badgeline.chaos.kiosk import Kiosk, Submission
-from badgeline.chaos.run import (
+from tests.chaos.harness.checker import Checker, Report
+from tests.chaos.harness.faults import FaultRecord
+from tests.chaos.harness.kiosk import Kiosk, Submission
+from tests.chaos.harness.run import (
     emulator_discards,
     fetch_jobs,
     jobs_finished,
     journals_quiet,
     upload_badge,
 )
-from badgeline.chaos.schedule import FaultEvent
-from badgeline.chaos.venue import ChaosVenue, VenueError
+from tests.chaos.harness.schedule import FaultEvent
+from tests.chaos.harness.venue import ChaosVenue, VenueError
 
 RESULT_STATES = ("printed", "failed", "uncertain")
 
