@@ -4,7 +4,8 @@ checker that reconciles the printers' ground truth against what kiosks were told
 Test code, not product: it lives beside the tests that use it and stays out of
 the wheel. bench/chaos.py and bench/bench_durability.py import it from a checkout.
 
-- `proxy`: a TCP fault proxy between an agent and its coordinator (cut / heal);
+- `proxy`: a TCP fault proxy in front of a coordinator or a printer (cut / heal,
+  held replies), on the caller's event loop or on a thread of its own;
 - `schedule`: the fault plan drawn from a recorded seed;
 - `faults`: plays the plan on a venue and logs when each fault struck and cleared;
 - `venue`: one shared Redis, coordinator replicas, emulators, agents behind proxies;
