@@ -26,7 +26,7 @@ other on the same journal: one start not counted, then `--runs` measured.
   cache bytecode under a PYTHONPYCACHEPREFIX in the temporary directory
   (`--no-bytecode-cache` keeps the inherited setting).
 
-Targets (issue 3): start-up ≤ 1.5 s, idle RSS ≤ 45 MB. Both are measured four
+Targets (docs/benchmarks.md): start-up ≤ 1.5 s, idle RSS ≤ 45 MB. Both are measured four
 ways: with the agent's defaults but `mdns = false` (as the bench's venue
 configures its agents); with `render_worker_idle_s = 0` (the worker started
 with the agent and kept, as while badges come), to show what the worker

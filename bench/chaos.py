@@ -52,8 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--settle-timeout", type=float, default=300.0)
     parser.add_argument(
         "--slow-with-faults", action="store_true",
-        help="let a slowed printer also jam, run out of paper or go offline (known to lose"
-        " badges the agent already confirmed: docs/reliability.md)",
+        help="let a slowed printer also jam, run out of paper or go offline (the agent tells"
+        " a slow printer from a silent one: badges a fault clears from its buffer are"
+        " reprinted, flagged possible_duplicate; docs/reliability.md, Known losses)",
     )  # fmt: skip
     parser.add_argument(
         "--out", type=Path, default=None, help="run directory (default: a temp dir)"
