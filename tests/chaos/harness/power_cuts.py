@@ -8,9 +8,10 @@ start-up land in open and recovery). A *random* kill lands wherever. After each
 kill, before the agent starts again, the journal must pass
 `PRAGMA integrity_check`, open without being moved aside, and have an ack outbox
 that matches its rows. At the end the journal is laid beside the ground truth:
-every badge that came out has a journaled grant (invariant 5), every printed ack
-the coordinator recorded is journaled `printed` (invariant 6), and the chaos
-checker finds nothing lost and no unexplained duplicate.
+every badge that came out has a journaled grant (invariant 5 of
+docs/architecture.md), every printed ack the coordinator recorded is journaled
+`printed` (invariant 6), and the chaos checker finds nothing lost and no
+unexplained duplicate.
 
 SIGKILL ends the process, not the machine: written pages stay in the kernel's
 cache. These runs prove crash consistency; surviving real power loss rests on

@@ -180,7 +180,8 @@ def _redrive_shed(venue: ChaosVenue, submissions: list[Submission],
                   outcomes: dict[str, str]) -> Any:  # fmt: skip
     """Redrive every job shed at submission: each went through the dedupe gate again
     and its key was since accepted as another job, so each must be `suppressed`
-    (invariant 4) and never print; the checker counts any that does."""
+    (invariant 4, docs/architecture.md) and never print; the checker counts any
+    that does."""
     shed = sorted({job_id for s in submissions for job_id in s.shed_job_ids})
 
     async def redrive() -> bool:
