@@ -60,6 +60,8 @@ from pathlib import Path
 # Run from a checkout without installing: make `badgeline` importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchkit import cpu_seconds
+
 from badgeline.localvenue import LocalVenue, ManagedProcess
 
 PRINTER = "printer-a"
@@ -110,16 +112,6 @@ def describe(pid: int) -> str:
     return f"{role} {rss_mb(pid):.1f}"
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used so far (0 if it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    # After the command: state is field 3, so utime (14) and stime (15) are [11] and [12].
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def children_of(pid: int) -> list[int]:
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -163,7 +155,7 @@ def measure_once(venue: LocalVenue, settle_s: float) -> Run:
             if time.monotonic() > deadline or not agent.running:
                 raise RuntimeError(f"no heartbeat; see {agent.log_path}")
             time.sleep(POLL_S)
-        cpu = cpu_s(pid) + sum(cpu_s(child) for child in children_of(pid))
+        cpu = cpu_seconds(pid) + sum(cpu_seconds(child) for child in children_of(pid))
         time.sleep(settle_s)
         children = children_of(pid)
         return Run(beat - spawned_at, cpu, rss_mb(pid), rss_mb(pid, "RssAnon"),
