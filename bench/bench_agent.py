@@ -26,7 +26,7 @@ other on the same journal: one start not counted, then `--runs` measured.
   cache bytecode under a PYTHONPYCACHEPREFIX in the temporary directory
   (`--no-bytecode-cache` keeps the inherited setting).
 
-Targets (issue 3): start-up ≤ 1.5 s, idle RSS ≤ 45 MB. Both are measured four
+Targets (docs/benchmarks.md): start-up ≤ 1.5 s, idle RSS ≤ 45 MB. Both are measured four
 ways: with the agent's defaults but `mdns = false` (as the bench's venue
 configures its agents); with `render_worker_idle_s = 0` (the worker started
 with the agent and kept, as while badges come), to show what the worker
@@ -59,6 +59,8 @@ from pathlib import Path
 
 # Run from a checkout without installing: make `badgeline` importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchkit import cpu_seconds
 
 from badgeline.localvenue import LocalVenue, ManagedProcess
 
@@ -110,16 +112,6 @@ def describe(pid: int) -> str:
     return f"{role} {rss_mb(pid):.1f}"
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used so far (0 if it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    # After the command: state is field 3, so utime (14) and stime (15) are [11] and [12].
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def children_of(pid: int) -> list[int]:
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -163,7 +155,7 @@ def measure_once(venue: LocalVenue, settle_s: float) -> Run:
             if time.monotonic() > deadline or not agent.running:
                 raise RuntimeError(f"no heartbeat; see {agent.log_path}")
             time.sleep(POLL_S)
-        cpu = cpu_s(pid) + sum(cpu_s(child) for child in children_of(pid))
+        cpu = cpu_seconds(pid) + sum(cpu_seconds(child) for child in children_of(pid))
         time.sleep(settle_s)
         children = children_of(pid)
         return Run(beat - spawned_at, cpu, rss_mb(pid), rss_mb(pid, "RssAnon"),

@@ -17,7 +17,7 @@ agent: one printer, a steady flow of badges, and its agent process SIGKILLed
 SQLite commit or checkpoint of the journal), the rest land at random. After each
 kill the journal must pass integrity_check, open without being moved aside and
 have an outbox matching its rows; at the end it is checked against the printer's
-ground truth and the coordinator's record (badgeline/chaos/redis_kill.py, power_cuts.py).
+ground truth and the coordinator's record (tests/chaos/harness/redis_kill.py, power_cuts.py).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from badgeline.chaos.power_cuts import KillCheck, PowerCuts  # noqa: E402
-from badgeline.chaos.redis_kill import redis_kill_round  # noqa: E402
+from tests.chaos.harness.power_cuts import KillCheck, PowerCuts  # noqa: E402
+from tests.chaos.harness.redis_kill import redis_kill_round  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -53,6 +53,8 @@ from typing import Any
 # Run from a checkout without installing: make `badgeline` importable.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchkit import stop_venue
+
 from badgeline.localvenue import LocalVenue, wait_until
 from badgeline.samples import sample_badge_pdf
 
@@ -106,17 +108,6 @@ def start_venue(root: Path, printers: int) -> LocalVenue:
         stop_venue(venue)
         raise
     return venue
-
-
-def stop_venue(venue: LocalVenue) -> None:
-    # Coordinators are killed: a graceful stop waits out agents' lease long-polls.
-    for name, process in venue.processes.items():
-        if name.startswith("agent"):
-            process.stop()
-    for name, process in venue.processes.items():
-        if name.startswith("coordinator"):
-            process.kill()
-    venue.stop()
 
 
 def queue_on_dead_printer(venue: LocalVenue, ref: str, count: int, tag: str) -> list[str]:

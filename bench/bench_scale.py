@@ -25,8 +25,8 @@ due time) runs in this process. Nothing of the load shares the coordinator's GIL
 2. Steps: for each printer count N, N agents heartbeat and print, and the kiosks
    offer N jobs/s (1 job/s per printer, round-robin over the printers) for
    `--step-seconds`: accept p50/p99, accepted and acked jobs/s, and the CPU each
-   part used. Target: accept p99 <= 50 ms at 500 printers; the report names the
-   largest count that met it, per target.
+   part used. The report names the largest count served at accept p99 <= 50 ms,
+   per server: a figure to report, not a target to reach.
 
 Figures (docs/benchmarks.md, "printers the bare reference serves"): at 72e763b,
 quiet, `--printers 150,200,250,300,500 --targets bare,coordinator --nice -10`: the
@@ -285,7 +285,7 @@ def print_summary(steps: list[Step], targets: list[str]) -> dict[str, int | None
         counts = [s.printers for s in steps if s.target == target and met(s)]
         largest[target] = max(counts) if counts else None
         print(f"{target}: largest printer count with accept p99 <= {P99_TARGET_MS:.0f} ms: "
-              f"{largest[target] or 'none'} (target: >= 500)")  # fmt: skip
+              f"{largest[target] or 'none'}")  # fmt: skip
     if {"coordinator", "bare"} <= set(targets):
         pairs = []
         for printers in dict.fromkeys(s.printers for s in steps):

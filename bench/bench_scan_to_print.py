@@ -21,7 +21,7 @@ every process):
   page reaches its print head (all bytes received and decoded; slow mode off),
   before its PNG is written.
 
-Targets (issue 3): scan-to-first-byte p50 ≤ 50 ms, p99 ≤ 150 ms.
+Targets (docs/benchmarks.md): scan-to-first-byte p50 ≤ 50 ms, p99 ≤ 150 ms.
 """
 
 from __future__ import annotations

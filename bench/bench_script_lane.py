@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchkit import cpu_seconds
 from redis.asyncio import Redis
 
 from badgeline.coordinator.store.embedded import EmbeddedRedis
@@ -34,12 +34,6 @@ from badgeline.coordinator.store.script_loader import LoadedScript
 
 SCRIPT = "redis.call('INCR', KEYS[1]) return {1, ARGV[1], 'queued', 'printer-bench', 3}"
 PATHS = {"pooled": False, "lane": True}
-
-
-def process_cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def one_round(
@@ -57,10 +51,10 @@ async def one_round(
 
     try:
         await asyncio.gather(*(caller() for _ in range(callers)))  # warm: connections, script
-        cpu, redis_cpu, wall = time.process_time(), process_cpu_s(redis_pid), time.perf_counter()
+        cpu, redis_cpu, wall = time.process_time(), cpu_seconds(redis_pid), time.perf_counter()
         await asyncio.gather(*(caller() for _ in range(callers)))
         wall = time.perf_counter() - wall
-        cpu, redis_cpu = time.process_time() - cpu, process_cpu_s(redis_pid) - redis_cpu
+        cpu, redis_cpu = time.process_time() - cpu, cpu_seconds(redis_pid) - redis_cpu
     finally:
         await client.aclose()
     done = per_caller * callers

@@ -2,8 +2,9 @@
 kiosk load (closed loop and paced), CPU readings from /proc, and the facts each
 report starts with (revision, load).
 
-bench_accept.py, bench_lifecycle_commands.py, bench_replicas.py, bench_scale.py,
-scale_bare.py, simagents.py and vs_cups.py import it; it is not a benchmark itself.
+bench_accept.py, bench_agent.py, bench_failover.py, bench_lifecycle_commands.py,
+bench_replicas.py, bench_scale.py, bench_script_lane.py, scale_bare.py, simagents.py
+and vs_cups.py import it; it is not a benchmark itself.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import aiohttp
 
 from badgeline.coordinator.api.auth import token_digest
 from badgeline.coordinator.store.embedded import free_port
+from badgeline.localvenue import LocalVenue
 
 REPO = Path(__file__).resolve().parent.parent
 KIOSK_TOKEN = "bench-kiosk-" + secrets.token_hex(8)
@@ -106,12 +108,25 @@ def machine_busy_seconds() -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc)."""
+    """User + system CPU time of a process so far (Linux /proc; 0 if it is gone)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
+    # After the command: state is field 3, so utime (14) and stime (15) are [11] and [12].
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stop_venue(venue: LocalVenue) -> None:
+    """Agents stop as usual; coordinators are killed: a graceful stop waits out the
+    agents' lease long-polls."""
+    for name, process in venue.processes.items():
+        if name.startswith("agent"):
+            process.stop()
+    for name, process in venue.processes.items():
+        if name.startswith("coordinator"):
+            process.kill()
+    venue.stop()
 
 
 # --------------------------------------------------------------------------- config

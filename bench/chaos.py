@@ -9,7 +9,7 @@ window with retries under one idempotency key per job. The fault schedule is dra
 from `--seed`: kill -9 agents, a coordinator replica and Redis (each restarted),
 cut agent links, jam printers, run them out of paper, take them offline, slow them.
 Then every fault is cleared, the venue settles, and the checker prints the report
-(see badgeline/chaos/checker.py). The full record is in <out>/chaos-report.json.
+(see tests/chaos/harness/checker.py). The full record is in <out>/chaos-report.json.
 
 Prints figures; asserts nothing. Exit status 0 when every invariant held, 1 if not.
 """
@@ -27,8 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from badgeline.chaos.run import ChaosConfig, run_chaos  # noqa: E402
-from badgeline.chaos.schedule import mix_for  # noqa: E402
+from tests.chaos.harness.run import ChaosConfig, run_chaos  # noqa: E402
+from tests.chaos.harness.schedule import mix_for  # noqa: E402
 
 JOBS_PER_SECOND = 15.0  # what the window is sized for: the venue keeps up with the kiosks
 SECONDS_PER_FAULT = 4.0
@@ -52,8 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--settle-timeout", type=float, default=300.0)
     parser.add_argument(
         "--slow-with-faults", action="store_true",
-        help="let a slowed printer also jam, run out of paper or go offline (known to lose"
-        " badges the agent already confirmed: docs/reliability.md)",
+        help="let a slowed printer also jam, run out of paper or go offline (the agent tells"
+        " a slow printer from a silent one: badges a fault clears from its buffer are"
+        " reprinted, flagged possible_duplicate; docs/reliability.md, Known losses)",
     )  # fmt: skip
     parser.add_argument(
         "--out", type=Path, default=None, help="run directory (default: a temp dir)"

@@ -54,7 +54,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
-from benchkit import git_revision, load_average, machine_busy_seconds, percentile
+from benchkit import git_revision, load_average, machine_busy_seconds, percentile, stop_venue
 from cupsd import INSTALL_HINT, PrivateCupsd, missing_tools, print_job
 from proccpu import priority, tree_cpu_seconds
 
@@ -331,14 +331,7 @@ def stop_everything(bench: Bench | None, venue: LocalVenue | None) -> None:
         bench.cups.stop()
         bench.relays.stop()
     if venue is not None:
-        # Coordinators are killed: a graceful stop waits out the agents' lease long-polls.
-        for name, process in venue.processes.items():
-            if name.startswith("agent"):
-                process.stop()
-        for name, process in venue.processes.items():
-            if name.startswith("coordinator"):
-                process.kill()
-        venue.stop()
+        stop_venue(venue)
 
 
 # --------------------------------------------------------------------------- report

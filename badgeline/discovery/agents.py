@@ -11,23 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, Self
 
-from zeroconf import (
-    DNSOutgoing,
-    DNSQuestion,
-    IPVersion,
-    RecordUpdate,
-    RecordUpdateListener,
-    ServiceStateChange,
-    Zeroconf,
-)
-from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
+from zeroconf import DNSOutgoing, DNSQuestion, RecordUpdate, RecordUpdateListener, Zeroconf
+from zeroconf.asyncio import AsyncZeroconf
 
+from badgeline.discovery.browse import ResolvedService, ServiceBrowser
 from badgeline.discovery.names import (
     AGENT_SERVICE_TYPE,
     DEFAULT_TIMING,
@@ -39,7 +30,6 @@ from badgeline.discovery.names import (
     TXT_STATUS_PORT,
     TXT_VERSION,
     DiscoveryTiming,
-    open_zeroconf,
 )
 
 log = logging.getLogger(__name__)
@@ -97,8 +87,11 @@ class _LastSeenListener(RecordUpdateListener):
             self._browser._heard(update.new.name)
 
 
-class AgentBrowser:
+class AgentBrowser(ServiceBrowser):
     """Tracks `_badgeline-agent._tcp` services: `agents()` is the current picture."""
+
+    service_type = AGENT_SERVICE_TYPE
+    kind = "agent"
 
     def __init__(
         self,
@@ -107,15 +100,9 @@ class AgentBrowser:
         timing: DiscoveryTiming = DEFAULT_TIMING,
         zeroconf: AsyncZeroconf | None = None,
     ) -> None:
-        self._interfaces = interfaces
-        self._timing = timing
-        self._shared_zeroconf = zeroconf
-        self._zeroconf: AsyncZeroconf | None = None
-        self._browser: AsyncServiceBrowser | None = None
+        super().__init__(interfaces=interfaces, timing=timing, zeroconf=zeroconf)
         self._listener = _LastSeenListener(self)
         self._agents: dict[str, SeenAgent] = {}
-        # strong references: the loop keeps only weak ones to fire-and-forget tasks
-        self._tasks: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Event()
 
     def agents(self) -> list[SeenAgent]:
@@ -137,77 +124,28 @@ class AgentBrowser:
             return False
         return True
 
-    async def start(self) -> None:
-        zc = self._shared_zeroconf or open_zeroconf(self._interfaces)
-        self._zeroconf = zc
+    def _attach(self, zc: AsyncZeroconf) -> None:
         zc.zeroconf.async_add_listener(self._listener, None)
-        self._browser = AsyncServiceBrowser(
-            zc.zeroconf,
-            AGENT_SERVICE_TYPE,
-            handlers=[self._on_state_change],
-            delay=self._timing.browse_interval_ms,
-        )
-        self._spawn(self._probe_forever())
 
-    async def stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._browser is not None:
-            await self._browser.async_cancel()
-            self._browser = None
-        if self._zeroconf is not None:
-            self._zeroconf.zeroconf.async_remove_listener(self._listener)
-            if self._shared_zeroconf is None:
-                await self._zeroconf.async_close()
-            self._zeroconf = None
+    def _detach(self, zc: AsyncZeroconf) -> None:
+        zc.zeroconf.async_remove_listener(self._listener)
 
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
+    def _gone(self, name: str) -> None:
+        if self._agents.pop(name, None) is not None:
+            log.info("mDNS: agent %s said goodbye", name)
+            self._changed.set()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    def _on_state_change(
-        self,
-        zeroconf: Zeroconf,
-        service_type: str,
-        name: str,
-        state_change: ServiceStateChange,
-    ) -> None:
-        if state_change is ServiceStateChange.Removed:
-            if self._agents.pop(name, None) is not None:
-                log.info("mDNS: agent %s said goodbye", name)
-                self._changed.set()
-            return
-        self._spawn(self._resolve(name))
-
-    async def _resolve(self, name: str) -> None:
-        assert self._zeroconf is not None
-        info = AsyncServiceInfo(AGENT_SERVICE_TYPE, name)
-        if not await info.async_request(self._zeroconf.zeroconf, self._timing.resolve_timeout_ms):
-            log.warning("mDNS: could not resolve agent %s", name)
-            return
-        addresses = info.parsed_addresses(IPVersion.V4Only)
-        if not addresses or info.port is None:
-            return
-        txt = {k: v or "" for k, v in info.decoded_properties.items()}
+    async def _found(self, service: ResolvedService) -> None:
         agent = SeenAgent(
-            name=name,
-            printer_id=txt.get(TXT_PRINTER_ID) or name.split(".", 1)[0],
-            address=addresses[0],
-            port=info.port,
-            txt=txt,
+            name=service.name,
+            printer_id=service.txt.get(TXT_PRINTER_ID) or service.name.split(".", 1)[0],
+            address=service.address,
+            port=service.port,
+            txt=service.txt,
             last_seen=time.time(),
         )
-        previous = self._agents.get(name)
-        self._agents[name] = agent
+        previous = self._agents.get(service.name)
+        self._agents[service.name] = agent
         if previous is None or replace(previous, last_seen=0.0) != replace(agent, last_seen=0.0):
             log.info("mDNS: agent %s at %s:%s", agent.printer_id, agent.address, agent.port)
             self._changed.set()
@@ -217,7 +155,8 @@ class AgentBrowser:
         if agent is not None:
             self._agents[record_name] = replace(agent, last_seen=time.time())
 
-    async def _probe_forever(self) -> None:
+    async def _background(self) -> None:
+        """Re-ask the known agents now and then (see the module notes)."""
         while True:
             await asyncio.sleep(self._timing.liveness_probe_interval_s)
             if self._zeroconf is None or not self._agents:
@@ -228,8 +167,3 @@ class AgentBrowser:
             for name in self._agents:
                 query.add_question(DNSQuestion(name, DNS_TYPE_SRV, DNS_CLASS_IN))
             self._zeroconf.zeroconf.async_send(query)
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)

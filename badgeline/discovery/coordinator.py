@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
 
-from zeroconf import DNSOutgoing, DNSQuestion, IPVersion, ServiceStateChange, Zeroconf
-from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
+from zeroconf import DNSOutgoing, DNSQuestion
+from zeroconf.asyncio import AsyncZeroconf
 
+from badgeline.discovery.browse import ResolvedService, ServiceBrowser
 from badgeline.discovery.errors import CoordinatorNotFound
 from badgeline.discovery.names import (
     COORDINATOR_SERVICE_TYPE,
@@ -31,13 +30,12 @@ from badgeline.discovery.names import (
     TXT_VENUE,
     TXT_VERSION,
     DiscoveryTiming,
-    open_zeroconf,
 )
 
 log = logging.getLogger(__name__)
 
 # When nothing has answered this long after start, the follower asks once more
-# for a multicast answer (see CoordinatorFollower._ask_again_by_multicast).
+# for a multicast answer (see CoordinatorFollower._background).
 MULTICAST_RETRY_AFTER_S = 0.25
 
 
@@ -65,12 +63,15 @@ class CoordinatorLocation:
 OnChange = Callable[[CoordinatorLocation], None]
 
 
-class CoordinatorFollower:
+class CoordinatorFollower(ServiceBrowser):
     """Browses `_badgeline._tcp`; `location` is the coordinator to talk to now.
 
     With `venue` set, adverts of other venues' coordinators (two halls, one
     network) are ignored; without it the first one found wins.
     """
+
+    service_type = COORDINATOR_SERVICE_TYPE
+    kind = "coordinator"
 
     def __init__(
         self,
@@ -81,17 +82,12 @@ class CoordinatorFollower:
         on_change: OnChange | None = None,
         zeroconf: AsyncZeroconf | None = None,
     ) -> None:
+        super().__init__(interfaces=interfaces, timing=timing, zeroconf=zeroconf)
         self._venue = venue
-        self._interfaces = interfaces
-        self._timing = timing
         self._on_change = on_change
-        self._shared_zeroconf = zeroconf
-        self._zeroconf: AsyncZeroconf | None = None
-        self._browser: AsyncServiceBrowser | None = None
         self._location: CoordinatorLocation | None = None
         self._present = False
         self._updated = asyncio.Condition()
-        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def location(self) -> CoordinatorLocation | None:
@@ -121,19 +117,10 @@ class CoordinatorFollower:
         assert self._location is not None
         return self._location
 
-    async def start(self) -> None:
-        zc = self._shared_zeroconf or open_zeroconf(self._interfaces)
-        self._zeroconf = zc
-        self._browser = AsyncServiceBrowser(
-            zc.zeroconf,
-            COORDINATOR_SERVICE_TYPE,
-            handlers=[self._on_state_change],
-            delay=self._timing.browse_interval_ms,
-        )
-        self._spawn(self._ask_again_by_multicast())
+    async def _background(self) -> None:
+        """Ask once more, by multicast, when nothing has answered shortly after start.
 
-    async def _ask_again_by_multicast(self) -> None:
-        """python-zeroconf asks its first question with the unicast-response bit
+        python-zeroconf asks its first question with the unicast-response bit
         (QU, RFC 6762 §5.4), and its next one a second later. A unicast answer to
         port 5353 reaches only one of the sockets bound to that port on the host:
         beside the agent, avahi-daemon on a Pi, or the other badgeline processes
@@ -150,58 +137,15 @@ class CoordinatorFollower:
         query.add_question(DNSQuestion(COORDINATOR_SERVICE_TYPE, DNS_TYPE_PTR, DNS_CLASS_IN))
         self._zeroconf.zeroconf.async_send(query)
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _gone(self, name: str) -> None:
+        if self._location is not None and self._location.name == name:
+            log.warning("mDNS: coordinator %s said goodbye; keeping its last address", name)
+            self._present = False
 
-    async def stop(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._browser is not None:
-            await self._browser.async_cancel()
-            self._browser = None
-        if self._zeroconf is not None and self._shared_zeroconf is None:
-            await self._zeroconf.async_close()
-        self._zeroconf = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-    def _on_state_change(
-        self,
-        zeroconf: Zeroconf,
-        service_type: str,
-        name: str,
-        state_change: ServiceStateChange,
-    ) -> None:
-        if state_change is ServiceStateChange.Removed:
-            if self._location is not None and self._location.name == name:
-                log.warning("mDNS: coordinator %s said goodbye; keeping its last address", name)
-                self._present = False
-            return
-        self._spawn(self._resolve(name))
-
-    async def _resolve(self, name: str) -> None:
-        assert self._zeroconf is not None
-        info = AsyncServiceInfo(COORDINATOR_SERVICE_TYPE, name)
-        if not await info.async_request(self._zeroconf.zeroconf, self._timing.resolve_timeout_ms):
-            log.warning("mDNS: could not resolve coordinator %s", name)
-            return
-        location = _location_from(info)
-        if location is None or not self._wanted(location):
-            return
-        await self._adopt(location)
+    async def _found(self, service: ResolvedService) -> None:
+        location = _location_from(service)
+        if self._wanted(location):
+            await self._adopt(location)
 
     def _wanted(self, location: CoordinatorLocation) -> bool:
         if self._venue is not None:
@@ -226,16 +170,12 @@ class CoordinatorFollower:
             self._on_change(location)
 
 
-def _location_from(info: AsyncServiceInfo) -> CoordinatorLocation | None:
-    addresses = info.parsed_addresses(IPVersion.V4Only)
-    if not addresses or info.port is None:
-        return None
-    txt = {k: v or "" for k, v in info.decoded_properties.items()}
+def _location_from(service: ResolvedService) -> CoordinatorLocation:
+    txt = service.txt
     return CoordinatorLocation(
-        name=info.name,
-        # LIFO order: the newest address comes first after an update.
-        address=addresses[0],
-        port=info.port,
+        name=service.name,
+        address=service.address,
+        port=service.port,
         venue=txt.get(TXT_VENUE, ""),
         version=txt.get(TXT_VERSION, ""),
         api_path=txt.get(TXT_API_PATH, "/v1"),

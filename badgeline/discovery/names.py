@@ -74,7 +74,8 @@ def open_zeroconf(interfaces: Sequence[str] | None) -> AsyncZeroconf:
     """An IPv4-only zeroconf on the given interface addresses (None: all of them).
 
     IPv4 only because IPv6 on loopback logs errors and venue Wi-Fi rarely has
-    usable IPv6 multicast; restrict to the interfaces you mean (FIELD-NOTES).
+    usable IPv6 multicast; restrict to the interfaces you mean (`mdns_interfaces`,
+    docs/config.md).
     """
     chosen: list[str] | InterfaceChoice = (
         list(interfaces) if interfaces is not None else InterfaceChoice.All

@@ -1,7 +1,7 @@
 """`badgeline failovers [--printer P]`: the failover decisions, newest first:
 what moved where, what was parked, and how the in-flight job was resolved.
 With --printer it also shows that printer's queue now, which must be empty
-after a drain (triage 001 step 2)."""
+after a drain (docs/runbook.md, "A printer drops mid-rush", step 2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """`badgeline peek PRINTER`: the head of a queue in print order, with how
-long each job has waited and whether it has failed before (triage 000 step 2)."""
+long each job has waited and whether it has failed before (docs/runbook.md, "A queue stalls",
+step 2)."""
 
 from __future__ import annotations
 

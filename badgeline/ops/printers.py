@@ -2,7 +2,8 @@
 
 Health comes from the agents' heartbeats; liveness from the queue itself: a
 printer whose head job has waited past --stall-after behind fresh heartbeats
-is a zombie (triage 000 step 3), to be drained rather than cleared."""
+is a zombie (docs/runbook.md, "A queue stalls", step 3), to be drained rather than
+cleared."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`badgeline queues`: the depth of every printer's queue, flagged when it is
-skewed (rebalance would move work off it), full, or stalled (triage 000
-steps 1 and 5)."""
+skewed (rebalance would move work off it), full, or stalled
+(docs/runbook.md, "A queue stalls", steps 1 and 5)."""
 
 from __future__ import annotations
 

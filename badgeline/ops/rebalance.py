@@ -1,6 +1,6 @@
 """`badgeline rebalance`: move the excess of skewed queues to the least-loaded
 healthy peers. Jobs keep their ids, idempotency keys and place in line
-(triage 000 step 4: rebalance, don't flush)."""
+(docs/runbook.md, "A queue stalls", step 4: rebalance, don't flush)."""
 
 from __future__ import annotations
 

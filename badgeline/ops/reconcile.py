@@ -3,8 +3,8 @@
 Printed-more-than-once must be empty (a duplicate badge is a bug, or a print
 the agent could not confirm); possible duplicates are the flagged re-prints
 of unconfirmed jobs; not-terminal lists jobs still unfinished past the
-deadline. With --check the exit status says whether it is clean (triage 001
-steps 3 and 6)."""
+deadline. With --check the exit status says whether it is clean
+(docs/runbook.md, "A printer drops mid-rush", steps 3 and 6)."""
 
 from __future__ import annotations
 

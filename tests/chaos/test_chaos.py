@@ -2,7 +2,7 @@
 Redis, ~10 faults drawn from a recorded seed (kill -9 agents, a replica and
 Redis, cut links, jam / paper-out / offline / slow printers) packed into a 20 s
 window, then reconciliation against the emulators' ground truth
-(badgeline/chaos/checker.py). The long run is bench/chaos.py (docs/reliability.md).
+(tests/chaos/harness/checker.py). The long run is bench/chaos.py (docs/reliability.md).
 
 BADGELINE_CHAOS_SEED picks the seed (default fixed, so CI is reproducible;
 `random` draws one). The seed, the schedule and the report are printed, and the
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from badgeline.chaos.run import ChaosConfig, run_chaos
-from badgeline.chaos.schedule import CI_MIX
+from tests.chaos.harness.run import ChaosConfig, run_chaos
+from tests.chaos.harness.schedule import CI_MIX
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

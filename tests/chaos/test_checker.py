@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from badgeline.chaos.checker import Checker, Report, episodes
-from badgeline.chaos.faults import FaultRecord
-from badgeline.chaos.kiosk import Submission
-from badgeline.chaos.schedule import FaultEvent
+from tests.chaos.harness.checker import Checker, Report, episodes
+from tests.chaos.harness.faults import FaultRecord
+from tests.chaos.harness.kiosk import Submission
+from tests.chaos.harness.schedule import FaultEvent
 
 T0 = 1_800_000_000.0
 REPLICA_OF = {"printer-a": "coordinator-1", "printer-b": "coordinator-2"}

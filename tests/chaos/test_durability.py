@@ -2,7 +2,7 @@
 
 - Redis SIGKILLed under accept load with appendfsync `always`, then started
   again from its AOF: every job a kiosk was answered 201/200 for is there, and
-  its idempotency key still names it (invariants 1 and 2).
+  its idempotency key still names it (invariants 1 and 2, docs/architecture.md).
 - The agent process SIGKILLed inside its journal writes (strace injects the
   SIGKILL at the agent's n-th fsync) and at random: every time, the journal
   passes integrity_check, opens without being moved aside and its ack outbox
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from badgeline.chaos.power_cuts import PowerCuts
-from badgeline.chaos.redis_kill import redis_kill_round
+from tests.chaos.harness.power_cuts import PowerCuts
+from tests.chaos.harness.redis_kill import redis_kill_round
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

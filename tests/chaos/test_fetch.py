@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from badgeline.chaos import run
-from badgeline.chaos.venue import ChaosVenue
+from tests.chaos.harness import run
+from tests.chaos.harness.venue import ChaosVenue
 
 UNAVAILABLE_READS = 2  # answers of 503 before job_flaky reads back
 

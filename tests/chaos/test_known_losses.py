@@ -21,16 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from badgeline.chaos.checker import Checker
-from badgeline.chaos.kiosk import Submission
-from badgeline.chaos.run import (
+from tests.chaos.harness.checker import Checker
+from tests.chaos.harness.kiosk import Submission
+from tests.chaos.harness.run import (
     emulator_discards,
     fetch_jobs,
     jobs_finished,
     journals_quiet,
     upload_badge,
 )
-from badgeline.chaos.venue import ChaosVenue
+from tests.chaos.harness.venue import ChaosVenue
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 PRINTER = "printer-a"

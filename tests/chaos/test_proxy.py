@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from badgeline.chaos.proxy import FaultProxy
+from tests.chaos.harness.proxy import FaultProxy
 
 
 @pytest.fixture

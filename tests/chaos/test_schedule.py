@@ -6,7 +6,14 @@ from __future__ import annotations
 import itertools
 import random
 
-from badgeline.chaos.schedule import CI_MIX, KINDS, PRINTER_FAULTS, FaultEvent, generate, mix_for
+from tests.chaos.harness.schedule import (
+    CI_MIX,
+    KINDS,
+    PRINTER_FAULTS,
+    FaultEvent,
+    generate,
+    mix_for,
+)
 
 PRINTERS = ("printer-a", "printer-b", "printer-c")
 

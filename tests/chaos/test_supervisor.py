@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from badgeline.chaos import venue as venue_module
-from badgeline.chaos.venue import ChaosVenue
+from tests.chaos.harness import venue as venue_module
+from tests.chaos.harness.venue import ChaosVenue
 
 
 async def test_a_process_that_exits_on_its_own_is_restarted_and_reported(

@@ -19,7 +19,7 @@ import pytest
 
 from badgeline.localvenue import LocalVenue, stop_together
 from badgeline.samples import sample_badge_pdf
-from tests.failover.relay import TcpRelay
+from tests.chaos.harness.proxy import ThreadedFaultProxy
 
 VenueFactory = Callable[..., LocalVenue]
 
@@ -64,11 +64,11 @@ def stop_quickly(venue: LocalVenue) -> None:
 
 
 @pytest.fixture
-def relays() -> Iterator[Callable[[int], TcpRelay]]:
-    started: list[TcpRelay] = []
+def relays() -> Iterator[Callable[[int], ThreadedFaultProxy]]:
+    started: list[ThreadedFaultProxy] = []
 
-    def relay(target_port: int) -> TcpRelay:
-        started.append(TcpRelay(target_port).start())
+    def relay(target_port: int) -> ThreadedFaultProxy:
+        started.append(ThreadedFaultProxy(target_port).start())
         return started[-1]
 
     yield relay

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from badgeline.localvenue import LocalVenue
+from tests.chaos.harness.proxy import ThreadedFaultProxy
 from tests.failover.checks import (
     UNCERTAIN,
     check_printed_once,
@@ -21,7 +22,6 @@ from tests.failover.checks import (
     wait_for_resolution,
 )
 from tests.failover.conftest import VenueFactory
-from tests.failover.relay import TcpRelay
 
 PRINTERS = ("printer-a", "printer-b")
 # The agent's probe loop stays out of the way (it shares the printer link), and a
@@ -29,7 +29,9 @@ PRINTERS = ("printer-a", "printer-b")
 PINNABLE_AGENT = {"probe_interval_s": 30.0, "retry_max_s": 1.0}
 
 
-def pin_agent_mid_print(venue: LocalVenue, printer_relay: TcpRelay, badge_pdf: bytes) -> str:
+def pin_agent_mid_print(
+    venue: LocalVenue, printer_relay: ThreadedFaultProxy, badge_pdf: bytes
+) -> str:
     """One badge for printer-a, printed, with its agent still waiting to confirm it."""
     printer_relay.hold_replies()
     job_id: str = venue.submit("printer-a", "att-inflight", venue.upload_badge(badge_pdf))["job_id"]
@@ -39,8 +41,8 @@ def pin_agent_mid_print(venue: LocalVenue, printer_relay: TcpRelay, badge_pdf: b
 
 
 def venue_with_relays(
-    make_venue: VenueFactory, relays: Callable[[int], TcpRelay], *, ack_grace_s: float
-) -> tuple[LocalVenue, TcpRelay, TcpRelay]:
+    make_venue: VenueFactory, relays: Callable[[int], ThreadedFaultProxy], *, ack_grace_s: float
+) -> tuple[LocalVenue, ThreadedFaultProxy, ThreadedFaultProxy]:
     """printer-a's agent reaches its printer and the coordinator through relays."""
     venue = make_venue(coordinator={"ack_grace_s": ack_grace_s}, start=False, printer_ids=PRINTERS)
     printer_relay = relays(venue.printers["printer-a"].port)
@@ -54,7 +56,7 @@ def venue_with_relays(
 
 
 def test_an_ack_that_arrives_within_the_grace_period_is_not_reprinted(
-    make_venue: VenueFactory, relays: Callable[[int], TcpRelay], badge_pdf: bytes
+    make_venue: VenueFactory, relays: Callable[[int], ThreadedFaultProxy], badge_pdf: bytes
 ) -> None:
     venue, printer_relay, network = venue_with_relays(make_venue, relays, ack_grace_s=8.0)
     job_id = pin_agent_mid_print(venue, printer_relay, badge_pdf)
@@ -65,7 +67,7 @@ def test_an_ack_that_arrives_within_the_grace_period_is_not_reprinted(
     printer_relay.release_replies()
     decision = wait_for_decision(venue, "printer-a")
     assert decision["inflight_job_ids"] == [job_id]
-    network.restore()
+    network.heal()
     resolved = wait_for_resolution(venue, "printer-a", [job_id])
 
     assert resolved == {job_id: "acked"}
@@ -77,7 +79,7 @@ def test_an_ack_that_arrives_within_the_grace_period_is_not_reprinted(
 
 
 def test_an_ack_that_never_arrives_is_reprinted_once_and_flagged(
-    make_venue: VenueFactory, relays: Callable[[int], TcpRelay], badge_pdf: bytes
+    make_venue: VenueFactory, relays: Callable[[int], ThreadedFaultProxy], badge_pdf: bytes
 ) -> None:
     venue, printer_relay, _ = venue_with_relays(make_venue, relays, ack_grace_s=3.0)
     job_id = pin_agent_mid_print(venue, printer_relay, badge_pdf)
@@ -97,7 +99,7 @@ def test_an_ack_that_never_arrives_is_reprinted_once_and_flagged(
 
 
 def test_an_uncertain_report_after_the_failover_goes_to_a_healthy_printer(
-    make_venue: VenueFactory, relays: Callable[[int], TcpRelay], badge_pdf: bytes
+    make_venue: VenueFactory, relays: Callable[[int], ThreadedFaultProxy], badge_pdf: bytes
 ) -> None:
     venue, printer_relay, network = venue_with_relays(make_venue, relays, ack_grace_s=8.0)
     job_id = pin_agent_mid_print(venue, printer_relay, badge_pdf)
@@ -111,8 +113,8 @@ def test_an_uncertain_report_after_the_failover_goes_to_a_healthy_printer(
     venue.set_fault("printer-a", "jam")
     printer_relay.cut()
     printer_relay.release_replies()
-    printer_relay.restore()
-    network.restore()
+    printer_relay.heal()
+    network.heal()
     wait_all_printed(venue, [job_id], timeout_s=30)
 
     jobs = check_printed_once(venue, [job_id])

@@ -1,9 +1,9 @@
-"""The runbook drill (docs/runbook.md): each triage situation of the seeds'
-checklists is created through the API, with agents played over HTTP, and
-found and resolved only with `badgeline` commands run as an operator would.
+"""The runbook drill (docs/runbook.md): each situation of its two checklists is
+created through the API, with agents played over HTTP, and found and resolved
+only with `badgeline` commands run as an operator would.
 
-000 (queue orchestration): skew, a stuck head, a zombie printer.
-001 (failover): a dead printer, walked through all six steps.
+"A queue stalls": skew, a stuck head, a zombie printer.
+"A printer drops mid-rush": a dead printer, walked through all six steps.
 And the duplicates check."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tests.helpers import wait_for
 from tests.ops.conftest import MakeVenue
 from tests.ops.venue import CliResult, PlayedAgent, Venue
 
-STALL = "0.5"  # the seed's thirty seconds, shortened for a test
+STALL = "0.5"  # the runbook's `--stall-after 30`, shortened for a test
 
 
 async def until(venue: Venue, args: list[str], ok: Callable[[CliResult], bool],
@@ -49,7 +49,7 @@ async def wait_printed(venue: Venue, job_ids: list[str]) -> list[dict[str, Any]]
     return jobs
 
 
-# --------------------------------------------------------------------------- 000
+# --------------------------------------------------------------------------- a queue stalls
 
 
 async def test_drill_skew_found_with_queues_and_fixed_with_rebalance(venue: Venue) -> None:
@@ -129,7 +129,7 @@ async def test_drill_zombie_printer_is_drained_to_a_live_one(venue: Venue) -> No
     assert "printer-a queue now: 0 job(s)" in decisions.out
 
 
-# --------------------------------------------------------------------------- 001
+# --------------------------------------------------------------------------- a printer drops
 
 
 async def test_drill_dead_printer_walked_through_the_failover_checklist(

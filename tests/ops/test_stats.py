@@ -1,5 +1,6 @@
-"""Usage statistics (seed 003 §8): badges by printer, by hour and by source
-kiosk, the reprint rate and failure reasons, counted as things happen."""
+"""Usage statistics (`badgeline stats`, docs/runbook.md "Statistics"): badges by
+printer, by hour and by source kiosk, the reprint rate and failure reasons,
+counted as things happen."""
 
 from __future__ import annotations
 

@@ -18,12 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from badgeline.chaos.checker import TERMINAL, Checker, Report
-from badgeline.chaos.faults import FaultRunner
-from badgeline.chaos.kiosk import Kiosk, Submission, plan_submissions
-from badgeline.chaos.schedule import CI_MIX, FaultEvent, generate
-from badgeline.chaos.venue import ChaosVenue, VenueError
 from badgeline.samples import sample_badge_pdf
+from tests.chaos.harness.checker import TERMINAL, Checker, Report
+from tests.chaos.harness.faults import FaultRunner
+from tests.chaos.harness.kiosk import Kiosk, Submission, plan_submissions
+from tests.chaos.harness.schedule import CI_MIX, FaultEvent, generate
+from tests.chaos.harness.venue import ChaosVenue, VenueError
 
 log = logging.getLogger("badgeline.chaos")
 
@@ -180,7 +180,8 @@ def _redrive_shed(venue: ChaosVenue, submissions: list[Submission],
                   outcomes: dict[str, str]) -> Any:  # fmt: skip
     """Redrive every job shed at submission: each went through the dedupe gate again
     and its key was since accepted as another job, so each must be `suppressed`
-    (invariant 4) and never print; the checker counts any that does."""
+    (invariant 4, docs/architecture.md) and never print; the checker counts any
+    that does."""
     shed = sorted({job_id for s in submissions for job_id in s.shed_job_ids})
 
     async def redrive() -> bool:

@@ -8,9 +8,10 @@ start-up land in open and recovery). A *random* kill lands wherever. After each
 kill, before the agent starts again, the journal must pass
 `PRAGMA integrity_check`, open without being moved aside, and have an ack outbox
 that matches its rows. At the end the journal is laid beside the ground truth:
-every badge that came out has a journaled grant (invariant 5), every printed ack
-the coordinator recorded is journaled `printed` (invariant 6), and the chaos
-checker finds nothing lost and no unexplained duplicate.
+every badge that came out has a journaled grant (invariant 5 of
+docs/architecture.md), every printed ack the coordinator recorded is journaled
+`printed` (invariant 6), and the chaos checker finds nothing lost and no
+unexplained duplicate.
 
 SIGKILL ends the process, not the machine: written pages stay in the kernel's
 cache. These runs prove crash consistency; surviving real power loss rests on
@@ -36,18 +37,18 @@ from typing import Any
 import aiohttp
 
 from badgeline.agent.journal import Journal, JournalSettings
-from badgeline.chaos.checker import Checker, Report
-from badgeline.chaos.faults import FaultRecord
-from badgeline.chaos.kiosk import Kiosk, Submission
-from badgeline.chaos.run import (
+from tests.chaos.harness.checker import Checker, Report
+from tests.chaos.harness.faults import FaultRecord
+from tests.chaos.harness.kiosk import Kiosk, Submission
+from tests.chaos.harness.run import (
     emulator_discards,
     fetch_jobs,
     jobs_finished,
     journals_quiet,
     upload_badge,
 )
-from badgeline.chaos.schedule import FaultEvent
-from badgeline.chaos.venue import ChaosVenue, VenueError
+from tests.chaos.harness.schedule import FaultEvent
+from tests.chaos.harness.venue import ChaosVenue, VenueError
 
 RESULT_STATES = ("printed", "failed", "uncertain")
 

@@ -28,8 +28,8 @@ from typing import Any
 import aiohttp
 import redis.asyncio as aredis
 
-from badgeline.chaos.run import fetch_jobs
-from badgeline.chaos.venue import ChaosVenue
+from tests.chaos.harness.run import fetch_jobs
+from tests.chaos.harness.venue import ChaosVenue
 
 ACCEPT_PRINTERS = ("printer-a", "printer-b", "printer-c")  # targets only: no agents run
 JOB_KEY = re.compile(r"^bl:\{[^}]+\}:job:job_[0-9a-f]{16}$")

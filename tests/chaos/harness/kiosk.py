@@ -9,7 +9,8 @@ key): the kiosk notes the shed job's id and tries again after `Retry-After`
 (5 s), as it does after a 429.
 
 Now and then a kiosk also repeats a submission it already has an answer for
-(a double scan): that must come back 200 with the same job id (invariant 2).
+(a double scan): that must come back 200 with the same job id (invariant 2,
+docs/architecture.md).
 """
 
 from __future__ import annotations

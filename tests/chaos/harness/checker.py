@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from badgeline.chaos.faults import FaultRecord
-from badgeline.chaos.kiosk import Submission
+from tests.chaos.harness.faults import FaultRecord
+from tests.chaos.harness.kiosk import Submission
 
 # Faults are logged by this process when it starts them; job history times come
 # from the Redis clock (same host clock, millisecond resolution). One second of

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from badgeline.chaos.schedule import PRINTER_FAULTS, FaultEvent
-from badgeline.chaos.venue import ChaosVenue
+from tests.chaos.harness.schedule import PRINTER_FAULTS, FaultEvent
+from tests.chaos.harness.venue import ChaosVenue
 
 log = logging.getLogger("badgeline.chaos")
 

@@ -5,9 +5,12 @@ slow_with_faults): the same seed gives the same plan, so a failing run can be
 replayed. Faults of one kind on one target never overlap (clearing one would
 clear the other); faults on different targets, or of different kinds, overlap
 freely, except that a slowed printer is jammed, emptied or taken offline only
-when `slow_with_faults` is set: that combination loses badges the agent has
-already confirmed (see docs/reliability.md, "Known losses"), so the CI run
-leaves it to the test that reproduces it on purpose.
+when `slow_with_faults` is set (bench/chaos.py --slow-with-faults). There the
+agent tells a slow printer from a silent one and confirms a badge only once the
+printer answers for it, so the badges a fault clears from a slow printer's
+buffer are reprinted, flagged possible_duplicate, not lost
+(tests/chaos/test_known_losses.py keeps the scenario; docs/reliability.md,
+"Known losses"). The suite's run keeps the two apart, as by default.
 """
 
 from __future__ import annotations

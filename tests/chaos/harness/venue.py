@@ -25,38 +25,17 @@ from typing import Any
 
 import aiohttp
 
-from badgeline.chaos.proxy import FaultProxy
-from badgeline.coordinator.api.auth import token_digest
 from badgeline.coordinator.store.embedded import EmbeddedRedis, free_port
 from badgeline.localvenue import ManagedProcess, PrinterSlot
+from tests.chaos.harness.configs import (
+    AGENT_DEFAULTS,
+    COORDINATOR_DEFAULTS,
+    agent_config,
+    to_toml,
+    tokens,
+)
+from tests.chaos.harness.proxy import FaultProxy
 
-# Settings that make a chaos run converge in seconds rather than minutes; each is a
-# documented coordinator option (docs/config.md), none changes what is guaranteed.
-COORDINATOR_DEFAULTS: dict[str, Any] = {
-    "ack_grace_s": 3.0,
-    "lease_ttl_s": 10.0,
-    "lease_max_wait_s": 5.0,
-    "retry_backoff_unit_s": 0.25,
-    "retry_backoff_cap_s": 4.0,
-    "max_attempts": 8,
-    "mdns": False,
-    "log_level": "INFO",
-}
-AGENT_DEFAULTS: dict[str, Any] = {
-    "mdns": False,
-    "lease_wait_s": 5.0,
-    "retry_initial_s": 0.2,
-    "retry_max_s": 2.0,
-    "connect_timeout_s": 2.0,
-    "request_timeout_s": 5.0,
-    "width_dots": 192,  # a narrow badge: the render is not what a chaos run tests
-    "stop_grace_s": 3.0,
-    # A fault that clears a page from the printer's buffer leaves the agent waiting
-    # for a process ID response that never comes; at the default 30 s each such
-    # page held its printer (and a run's settling) for half a minute. 10 s is still
-    # six times the slowest printing a run injects (SLOW_MS: 1.5 s per badge).
-    "print_confirm_timeout_s": 10.0,
-}
 START_TIMEOUT_S = 60.0
 # As the shipped units do (systemd/*.service: Restart=always, RestartSec=2): a
 # coordinator, agent or emulator that exits on its own is started again 2 s later.
@@ -69,27 +48,6 @@ class VenueError(RuntimeError):
         # Every replica answered 404: the thing is not there. Anything else (a 503
         # while Redis restarts, a refused connection) says nothing about it.
         self.not_found = not_found
-
-
-def _toml_value(value: Any) -> str:
-    return json.dumps(value)
-
-
-def to_toml(values: dict[str, Any]) -> str:
-    """Enough TOML for these configs: scalars, lists, one level of tables and arrays of them."""
-    lines: list[str] = []
-    tables: list[str] = []
-    for key, value in values.items():
-        if isinstance(value, dict):
-            body = "\n".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
-            tables.append(f"\n[{key}]\n{body}")
-        elif isinstance(value, list) and value and isinstance(value[0], dict):
-            for entry in value:
-                body = "\n".join(f"{k} = {_toml_value(v)}" for k, v in entry.items())
-                tables.append(f"\n[[{key}]]\n{body}")
-        else:
-            lines.append(f"{key} = {_toml_value(value)}")
-    return "\n".join(lines) + "\n" + "\n".join(tables) + "\n"
 
 
 @dataclass
@@ -120,7 +78,7 @@ class ChaosVenue:
     ) -> None:
         self.root = root.resolve()
         # Restart processes that exit on their own (see _supervise). Off for the
-        # harnesses that kill and restart an agent themselves (durability.py).
+        # harnesses that kill and restart an agent themselves (power_cuts.py).
         self.supervise = supervise
         self.printer_ids = printer_ids
         self.venue = "chaos" + secrets.token_hex(4)
@@ -187,18 +145,6 @@ class ChaosVenue:
 
     # ------------------------------------------------------------ configs
 
-    def _tokens(self) -> list[dict[str, Any]]:
-        tokens = [
-            {"name": "chaos-kiosk", "role": "kiosk", "sha256": token_digest(self.kiosk_token)},
-            {"name": "chaos-operator", "role": "operator",
-             "sha256": token_digest(self.operator_token)},
-        ]  # fmt: skip
-        return tokens + [
-            {"name": f"agent-{s.printer_id}", "role": "agent", "printer_id": s.printer_id,
-             "sha256": token_digest(s.token)}
-            for s in self.printers.values()
-        ]  # fmt: skip
-
     def _coordinator_config(self, replica: Replica) -> Path:
         config = {
             "venue": self.venue,
@@ -206,24 +152,17 @@ class ChaosVenue:
             "state_dir": str(self.root / replica.name),
             "redis_url": self.redis.url,
             **self.coordinator_settings,
-            "tokens": self._tokens(),
+            "tokens": tokens(self.kiosk_token, self.operator_token, self.printers.values()),
         }
         path = self.root / f"{replica.name}.toml"
         path.write_text(to_toml(config))
         return path
 
     def _agent_config(self, slot: PrinterSlot) -> Path:
-        config = {
-            "printer_id": slot.printer_id,
-            "agent_id": f"chaos-{slot.printer_id}",
-            "coordinator_url": self.proxies[slot.printer_id].url,
-            "token": slot.token,
-            "state_dir": str(self.root / "agents" / slot.printer_id),
-            "status_port": 0,
-            **self.agent_settings,
-            "printer": {"kind": "emulator", "host": "127.0.0.1", "port": slot.port},
-        }
-        path = self.root / f"agent-{slot.printer_id}.toml"
+        printer_id = slot.printer_id
+        config = agent_config(slot, self.proxies[printer_id].url,
+                              self.root / "agents" / printer_id, self.agent_settings)  # fmt: skip
+        path = self.root / f"agent-{printer_id}.toml"
         path.write_text(to_toml(config))
         return path
 
