@@ -21,6 +21,7 @@ from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.coordinator.store.script_loader import LoadedScript, load_scripts
 from tests.coordinator import flows
+from tests.coordinator.upgrade.recorded import restore_recorded_venue
 from tests.helpers import job_body, wait_for
 
 Client = TestClient[Any, Any]
@@ -93,8 +94,10 @@ async def test_every_script_keeps_to_its_venues_slot(
     assert len(set(slots.values())) == 2
     tuned = {"kiosk_rate_per_s": 1000.0, "heartbeat_interval_s": 30.0, "ack_grace_s": 0.1,
              "monitor_interval_s": 0.05, "lease_scan_interval_s": 0.05}  # fmt: skip
-    # WHEN each venue's coordinator runs every operation there is
+    # WHEN each venue's coordinator starts on a venue the previous release left
+    # (its start upgrades the stored jobs) and runs every operation there is
     for venue in venues:
+        await restore_recorded_venue(redis, venue)
         venue_settings = settings.model_copy(update={"venue": venue, **tuned})
         client: Client = await aiohttp_client(create_app(venue_settings, redis))
         await _every_operation(client)

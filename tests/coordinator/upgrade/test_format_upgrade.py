@@ -4,8 +4,6 @@ reads as it did, every open badge prints once, nothing is lost or printed twice.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,9 +18,9 @@ from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.coordinator.store.upgrade import DATA_FORMAT, DataFormatTooNew
 from badgeline.protocol.agent_models import HeartbeatRequest, PrinterHealthReport
 from tests.coordinator import flows
+from tests.coordinator.upgrade.recorded import RECORDED, restore_recorded_venue
 from tests.helpers import wait_for
 
-RECORDED = json.loads((Path(__file__).parent / "format1_venue.json").read_text())
 FORMAT_1_FIELDS = {"attendee_id", "badge_pdf_ref", "printer_target", "priority"}
 # What an agent of the previous release reads from a leased job.
 LEASED_JOB_FIELDS = {
@@ -30,26 +28,6 @@ LEASED_JOB_FIELDS = {
     "attempts", "possible_duplicate", "correlation_id",
 }  # fmt: skip
 PRINTERS = ("printer-a", "printer-b", "printer-c")
-
-
-async def _restore(redis: Redis, venue: str) -> None:
-    """Write the recorded keys under this test's venue."""
-    old, new = VenueKeys(RECORDED["venue"]).prefix, VenueKeys(venue).prefix
-    for entry in RECORDED["keys"]:
-        key, value = new + entry["key"].removeprefix(old), entry["value"]
-        kind = entry["type"]
-        if kind == "string":
-            await redis.set(key, value, px=entry["pttl"] if entry["pttl"] > 0 else None)
-        elif kind == "hash":
-            await redis.hset(key, mapping=value)
-        elif kind == "set":
-            await redis.sadd(key, *value)
-        elif kind == "list":
-            await redis.rpush(key, *value)
-        else:
-            await redis.zadd(key, {member: score for member, score in value})
-        if kind != "string" and entry["pttl"] > 0:
-            await redis.pexpire(key, entry["pttl"])
 
 
 @pytest.fixture
@@ -68,7 +46,7 @@ async def test_the_start_upgrades_every_job_and_each_reads_as_it_did(
     redis: Redis, venue_settings: CoordinatorSettings
 ) -> None:
     # GIVEN a venue as the previous release wrote it, mid-event
-    await _restore(redis, venue_settings.venue)
+    await restore_recorded_venue(redis, venue_settings.venue)
     store = Store(redis, venue_settings)
     assert await store.data_format.current() == 1
     # WHEN the new coordinator's start upgrades it
@@ -122,7 +100,7 @@ async def test_a_venue_upgraded_mid_event_prints_every_open_badge_once(
     redis: Redis, venue_settings: CoordinatorSettings, aiohttp_client: Any
 ) -> None:
     # GIVEN the recorded venue, its printers heartbeating, and the new coordinator started on it
-    await _restore(redis, venue_settings.venue)
+    await restore_recorded_venue(redis, venue_settings.venue)
     store = Store(redis, venue_settings)
     await _heartbeat_all(store)
     client: TestClient[Any, Any] = await aiohttp_client(create_app(venue_settings, redis))
@@ -159,7 +137,7 @@ async def test_a_venue_written_by_a_newer_release_is_not_touched(
     redis: Redis, venue_settings: CoordinatorSettings
 ) -> None:
     # GIVEN a venue marked with a data format this release does not know
-    await _restore(redis, venue_settings.venue)
+    await restore_recorded_venue(redis, venue_settings.venue)
     await redis.set(VenueKeys(venue_settings.venue).data_format, DATA_FORMAT + 1)
     before = await _job_hashes(redis, venue_settings.venue)
     # WHEN this release starts on it THEN it refuses, saying why, and writes nothing
