@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -17,61 +15,9 @@ from typing import Any
 
 from badgeline.coordinator.api.auth import token_digest
 from badgeline.coordinator.store.embedded import EmbeddedRedis, free_port
+from badgeline.processes import ManagedProcess, stop_together
 
 DEFAULT_PRINTERS = ("printer-a", "printer-b", "printer-c")
-
-
-@dataclass
-class ManagedProcess:
-    name: str
-    command: list[str]
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-        )
-        log.close()
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        if not self.running:
-            return
-        assert self.process is not None
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-    def kill(self) -> None:
-        if self.running:
-            assert self.process is not None
-            self.process.kill()
-            self.process.wait()
-
-
-def stop_together(processes: list[ManagedProcess], timeout_s: float = 10.0) -> None:
-    """SIGTERM to every process first, then wait for each (SIGKILL after `timeout_s`):
-    their shutdowns overlap instead of adding up."""
-    running = [managed for managed in processes if managed.running]
-    for managed in running:
-        assert managed.process is not None
-        managed.process.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    for managed in running:
-        assert managed.process is not None
-        try:
-            managed.process.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            managed.process.kill()
-            managed.process.wait()
 
 
 @dataclass

@@ -25,6 +25,7 @@ import json
 import ssl
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -38,6 +39,7 @@ from badgeline.protocol.agent_models import (
     HeartbeatRequest,
     HeartbeatResponse,
     LeasedJob,
+    LeasedPrintJob,
     RenewRequest,
     RenewResponse,
     StartRequest,
@@ -50,6 +52,21 @@ CORRELATION_HEADER = "X-Correlation-ID"
 # Slack on top of the long-poll wait before a lease request counts as lost.
 LEASE_SLACK_S = 10.0
 NOT_FOUND_YET = "no coordinator found yet (looking for it by mDNS)"
+
+
+@dataclass(frozen=True)
+class UnreadableJob:
+    """A leased job whose payload this agent cannot read: that job fails, not the lease.
+
+    The lease's other jobs print. The payload is kept as it came, for the journal.
+    """
+
+    job_id: str
+    lease_id: str
+    lease_ttl_s: float
+    payload: dict[str, Any]
+    problem: str
+    fields: tuple[str, ...]  # the payload's fields that did not validate
 
 
 class CoordinatorUnavailable(Exception):
@@ -169,7 +186,7 @@ class CoordinatorClient:
         data = await self._post(self._agent_path("heartbeat"), beat)
         return _lenient(HeartbeatResponse, data)
 
-    async def lease(self, wait_s: float, max_jobs: int) -> list[LeasedJob]:
+    async def lease(self, wait_s: float, max_jobs: int) -> list[LeasedJob | UnreadableJob]:
         """Long-poll for up to `max_jobs` jobs; returns [] when `wait_s` passes without one."""
         path = self._agent_path("lease") + f"?wait={wait_s:g}&max={max_jobs}"
         # Not resent by the HTTP client: a lease the coordinator granted but whose
@@ -181,7 +198,7 @@ class CoordinatorClient:
         jobs = data.get("jobs") if isinstance(data, dict) else None
         if not isinstance(jobs, list):
             raise CoordinatorUnavailable(f"lease answer without a jobs list: {data!r:.200}")
-        return [_lenient(LeasedJob, job) for job in jobs]
+        return [_leased(job) for job in jobs]
 
     async def start(
         self, job_id: str, lease_id: str, *, correlation_id: str | None = None
@@ -331,3 +348,29 @@ def _lenient(model: type[ModelT], data: Any) -> ModelT:
         return model.model_validate(known)
     except ValidationError as error:
         raise CoordinatorUnavailable(f"malformed {model.__name__}: {error}") from error
+
+
+class _LeaseOf(BaseModel):
+    """A lease's own fields, without its job: what failing that one job needs."""
+
+    job_id: str
+    lease_id: str
+    lease_ttl_s: float
+    job: dict[str, Any]
+
+
+def _leased(data: Any) -> LeasedJob | UnreadableJob:
+    """One job of a lease answer; a job whose payload does not validate is unreadable.
+
+    Without a job id and lease id there is nothing to fail: the answer is malformed.
+    """
+    lease = _lenient(_LeaseOf, data)
+    try:
+        return LeasedJob(job_id=lease.job_id, lease_id=lease.lease_id,
+                         lease_ttl_s=lease.lease_ttl_s,
+                         job=LeasedPrintJob.model_validate(lease.job))  # fmt: skip
+    except ValidationError as error:
+        fields = tuple(str(problem["loc"][0]) for problem in error.errors() if problem["loc"])
+        return UnreadableJob(lease.job_id, lease.lease_id, lease.lease_ttl_s, lease.job,
+                             f"{error.error_count()} field(s) do not validate: "
+                             f"{', '.join(fields) or 'the job'}", fields)  # fmt: skip

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from badgeline.agent.printers._escpos import profile_width
 from badgeline.agent.printers.connection import PrinterConnection
 from badgeline.badge.limits import BadgeLimits
 from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
@@ -379,27 +380,6 @@ class AgentSettings(BaseModel):
     def printer_model(self) -> str:
         """What the mDNS advert says the printer is: its python-escpos profile, if named."""
         return self.escpos_profile or "unknown"
-
-
-def profile_width(profile_name: str) -> int:
-    """The paper width in dots that python-escpos's capability database gives a profile."""
-    from badgeline.agent.printers._escpos import escpos_api
-
-    escpos_api()  # imports escpos.capabilities without its side effects (see _escpos)
-    from escpos import capabilities
-
-    try:
-        profile = capabilities.get_profile(profile_name)
-    except KeyError:
-        raise ValueError(
-            f"escpos_profile {profile_name!r} is not a python-escpos profile"
-        ) from None
-    pixels = profile.profile_data.get("media", {}).get("width", {}).get("pixels")
-    if not isinstance(pixels, int):
-        raise ValueError(
-            f"escpos_profile {profile_name!r} does not say its width in dots; set width_dots"
-        )
-    return pixels
 
 
 def load_agent_settings(path: Path | None = None, **overrides: Any) -> AgentSettings:

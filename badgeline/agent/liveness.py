@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from badgeline.agent.config import AgentSettings
-    from badgeline.agent.health import Heartbeat, PrinterWatch
+    from badgeline.agent.loops.heartbeat import Heartbeat
+    from badgeline.agent.loops.probe import PrinterWatch
     from badgeline.agent.prepare import BadgePreparer
     from badgeline.agent.printers import AsyncPrinterLink
 

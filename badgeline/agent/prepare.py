@@ -20,8 +20,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from badgeline.agent.client import CoordinatorClient
+from badgeline.agent.config import AgentSettings
 from badgeline.agent.fetch import BadgeFetcher, FetchRefused
 from badgeline.agent.journal import JournalEntry
+from badgeline.agent.sources import BadgeSources
 from badgeline.badge import BadgeLimits, BadgeRejected, BadgeRenderWorker
 from badgeline.log import log_event
 from badgeline.protocol.failures import FailureReason
@@ -60,7 +63,7 @@ class JobTicket:
         return value if isinstance(value, str) else ""
 
     def trace(self) -> dict[str, Any]:
-        """The fields every job log line carries (ARCHITECTURE invariant 8)."""
+        """The fields every job log line carries (invariant 8, docs/architecture.md)."""
         return {
             "printer_id": self.printer_id,
             "job_id": self.job_id,
@@ -234,3 +237,22 @@ def _internal(ticket: JobTicket) -> BadgeUnprintable:
     return BadgeUnprintable(
         FailureReason.INTERNAL, "the agent could not prepare this badge (see the agent's log)"
     )
+
+
+def preparer_for(
+    settings: AgentSettings, client: CoordinatorClient
+) -> tuple[BadgeFetcher, BadgePreparer]:
+    """The fetcher and preparer of an agent's settings (the preparer not yet started)."""
+    sources = BadgeSources(settings.printer_id, settings.badge_file_roots,
+                           settings.badge_http_hosts)  # fmt: skip
+    fetcher = BadgeFetcher(
+        client.http, sources=sources, coordinator_url=settings.coordinator_url,
+        artifact_headers=client.auth_headers, max_bytes=settings.max_pdf_bytes,
+        timeout_s=settings.fetch_timeout_s, retry_initial_s=settings.retry_initial_s,
+    )  # fmt: skip
+    preparer = BadgePreparer(
+        fetcher, width_dots=settings.effective_width_dots, limits=settings.badge_limits,
+        footer=settings.footer, in_sandbox=settings.render_in_sandbox,
+        worker_idle_s=settings.render_worker_idle_s, budget_s=settings.badge_budget_s,
+    )  # fmt: skip
+    return fetcher, preparer

@@ -16,7 +16,7 @@ Start-up recovery comes first, from what the journal remembers:
 
 A journal that cannot be written (a full or read-only SD card) stops no loop
 and not the start: each failed write is logged as `journal_failed` and the
-work waits for space (housekeeping.py, outbox.py). A loop that dies of
+work waits for space (loops/housekeeping.py, loops/ack.py). A loop that dies of
 anything else stops the agent, for systemd to start it again.
 
 A stop (SIGTERM) lets the badge being printed finish and its result be
@@ -24,7 +24,7 @@ journaled; jobs not yet granted stay `leased` in the journal for the next
 start. Every journal change is one SQLite transaction, so even a stop that
 runs out of time leaves each job in a state the next start understands.
 
-Around the loops: the local status endpoint (status.py), and mDNS (mdns.py):
+Around the loops: the local status endpoint (status_endpoint.py), and mDNS (mdns.py):
 the agent's own advert, and, with no coordinator_url configured, the
 coordinator's, which the client follows when it moves. The mDNS goodbye is
 the first thing a stop does, so the coordinator hears of it even if the stop
@@ -44,20 +44,21 @@ from typing import TYPE_CHECKING, Any
 from badgeline.agent.client import CoordinatorClient
 from badgeline.agent.config import AgentSettings
 from badgeline.agent.fetch import BadgeFetcher
-from badgeline.agent.health import Heartbeat, PrinterWatch, probe_forever
-from badgeline.agent.housekeeping import Housekeeping, recover_at_start
 from badgeline.agent.journal import Journal, JournalSettings, RecoveryPlan
-from badgeline.agent.lease_keeper import LeaseKeeper
-from badgeline.agent.leasing import LeaseLoop
 from badgeline.agent.liveness import find_stuck_loops
-from badgeline.agent.outbox import AckOutbox
-from badgeline.agent.prepare import BadgePreparer, PreparedBadge
+from badgeline.agent.loops.ack import AckOutbox
+from badgeline.agent.loops.heartbeat import Heartbeat
+from badgeline.agent.loops.housekeeping import Housekeeping, recover_at_start
+from badgeline.agent.loops.lease import LeaseLoop
+from badgeline.agent.loops.print import PrintLoop
+from badgeline.agent.loops.probe import PrinterWatch, probe_forever
+from badgeline.agent.loops.renew import LeaseKeeper
+from badgeline.agent.prepare import BadgePreparer, PreparedBadge, preparer_for
 from badgeline.agent.printers import AsyncPrinterLink, link_for
-from badgeline.agent.printing import PrintLoop
 from badgeline.agent.retry import Backoff
 from badgeline.agent.slots import JobSlots
-from badgeline.agent.sources import BadgeSources
-from badgeline.agent.status import LastProblem, StatusServer
+from badgeline.agent.status_endpoint import LastProblem, StatusServer
+from badgeline.agent.supervision import LOOP_NAMES, LoopSupervisor, finish, not_running
 from badgeline.agent.testprint import DiagnosticPrinter
 from badgeline.log import log_event
 
@@ -83,6 +84,7 @@ class Agent:
         # probe, and by a local test print: never two writers on one printer.
         self.printer_lock = asyncio.Lock()
         self.exit_code = 0
+        self._supervisor = LoopSupervisor(settings.printer_id, self._crashed)
         self._stop_requested = asyncio.Event()
         self._stopping_work = asyncio.Event()  # lease and print loops
         self._stopping_background = asyncio.Event()  # probe, heartbeat, outbox, housekeeping
@@ -160,16 +162,8 @@ class Agent:
         """Names of the loops that are not running (all of them before start and once stopping)."""
         tasks = self._work_tasks + self._background_tasks
         if not tasks or self.stopping:
-            return [
-                "print",
-                "lease",
-                "probe",
-                "heartbeat",
-                "ack-outbox",
-                "housekeeping",
-                "lease-keeper",
-            ]
-        return [task.get_name().removeprefix("agent-") for task in tasks if task.done()]
+            return list(LOOP_NAMES)
+        return not_running(tasks)
 
     @property
     def mdns(self) -> AgentMdns | None:
@@ -224,9 +218,9 @@ class Agent:
             # Stopping before mDNS found the coordinator: calls must not wait for it.
             self._client.stop_waiting_for_discovery()
         await self._say_goodbye()
-        await _finish(self._work_tasks, self.settings.stop_grace_s, self._abandoned)
+        await finish(self._work_tasks, self.settings.stop_grace_s, self._abandoned)
         self._stopping_background.set()
-        await _finish(self._background_tasks, FINAL_FLUSH_S, None)
+        await finish(self._background_tasks, FINAL_FLUSH_S, None)
         if self._outbox is not None:
             with contextlib.suppress(TimeoutError, Exception):
                 async with asyncio.timeout(FINAL_FLUSH_S):
@@ -270,27 +264,7 @@ class Agent:
             link=self._link, watch=self.watch, printer_lock=self.printer_lock,
             printer_id=settings.printer_id, width_dots=settings.effective_width_dots,
         )  # fmt: skip
-        sources = BadgeSources(
-            settings.printer_id, settings.badge_file_roots, settings.badge_http_hosts
-        )
-        self._fetcher = fetcher = BadgeFetcher(
-            self._client.http,
-            sources=sources,
-            coordinator_url=settings.coordinator_url,
-            artifact_headers=self._client.auth_headers,
-            max_bytes=settings.max_pdf_bytes,
-            timeout_s=settings.fetch_timeout_s,
-            retry_initial_s=settings.retry_initial_s,
-        )
-        self._preparer = BadgePreparer(
-            fetcher,
-            width_dots=settings.effective_width_dots,
-            limits=settings.badge_limits,
-            footer=settings.footer,
-            in_sandbox=settings.render_in_sandbox,
-            worker_idle_s=settings.render_worker_idle_s,
-            budget_s=settings.badge_budget_s,
-        )
+        self._fetcher, self._preparer = preparer_for(settings, self._client)
         await self._preparer.start()
 
     def _backoff(self) -> Backoff:
@@ -383,23 +357,11 @@ class Agent:
             logging.getLogger(__name__).exception("stopping mDNS failed")
 
     def _spawn(self, name: str, loop: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        return asyncio.create_task(self._supervised(name, loop), name=f"agent-{name}")
+        return self._supervisor.spawn(name, loop)
 
-    async def _supervised(self, name: str, loop: Coroutine[Any, Any, None]) -> None:
-        """A loop that dies of a bug stops the agent (exit code 1) so systemd restarts it.
-
-        Restarting in-process would hide the bug; the journal makes a restart safe.
-        """
-        try:
-            await loop
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:
-            log_event("loop_crashed", logging.CRITICAL, loop=name, error=repr(error),
-                      printer_id=self.settings.printer_id)  # fmt: skip
-            logging.getLogger(__name__).exception("the %s loop crashed", name)
-            self.exit_code = 1
-            self.request_stop()
+    def _crashed(self) -> None:
+        self.exit_code = 1
+        self.request_stop()
 
     def _recovered_late(self, plan: RecoveryPlan) -> None:
         """The start-up recovery, written once the card had room: send what it queued."""
@@ -421,15 +383,3 @@ class Agent:
                 except Exception:  # one failing close must not leave the others open
                     logging.getLogger(__name__).exception("closing %r failed", closer)
         self.last_problem.detach()
-
-
-async def _finish(tasks: list[asyncio.Task[None]], grace_s: float, on_timeout: Any) -> None:
-    """Let tasks end on their own within `grace_s`, then cancel what is left."""
-    if not tasks:
-        return
-    _, pending = await asyncio.wait(tasks, timeout=grace_s)
-    if pending and on_timeout is not None:
-        on_timeout()
-    for task in pending:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from badgeline import __version__
-from badgeline.agent.health import can_print
 from badgeline.agent.http_server import HttpServer, Reply, Request, json_reply
+from badgeline.agent.loops.probe import can_print
 from badgeline.agent.testprint import LocalPrintRefused
 from badgeline.log import EVENT_LOGGER, log_event
 

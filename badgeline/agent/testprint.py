@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from badgeline import __version__
-from badgeline.agent.health import PrinterWatch, can_print
+from badgeline.agent.loops.probe import PrinterWatch, can_print
 from badgeline.agent.printers import AsyncPrinterLink, PrinterLinkError
 from badgeline.log import log_event
 from badgeline.protocol.agent_models import PrinterHealthReport

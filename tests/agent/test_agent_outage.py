@@ -88,7 +88,7 @@ async def test_a_start_grant_is_asked_again_as_soon_as_the_coordinator_answers(
 ) -> None:  # fmt: skip
     # GIVEN an agent whose start call backs off for at least 30 s after a failure
     agent = await _agent_behind(relay, coordinator, emulator, run_agent, tmp_path)
-    agent._print_loop.backoff = Backoff(OUTBOX_BACKOFF_S, OUTBOX_BACKOFF_S)
+    agent._print_loop.grants.backoff = Backoff(OUTBOX_BACKOFF_S, OUTBOX_BACKOFF_S)
     await wait_for(lambda: _ready(agent))
     relay.hold_replies()
     first = await kiosk.submit(badge_ref, "printer-a")
@@ -97,7 +97,7 @@ async def test_a_start_grant_is_asked_again_as_soon_as_the_coordinator_answers(
     # AND the second badge's start call found the coordinator down
     await coordinator.stop()
     relay.release_replies()
-    await wait_for(lambda: _true(agent._print_loop.outage.is_down))
+    await wait_for(lambda: _true(agent._print_loop.grants.outage.is_down))
     # WHEN the coordinator comes back (and the heartbeat reaches it)
     await coordinator.start()
     # THEN the grant is asked for again well within the back-off, and both print once

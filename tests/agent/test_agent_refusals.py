@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -15,16 +16,17 @@ from typing import Any
 import pytest
 
 from badgeline.agent.client import CoordinatorClient
-from badgeline.agent.health import PrinterWatch
 from badgeline.agent.journal import Journal, JournalEntry, JournalSettings, LocalJobState
-from badgeline.agent.outbox import AckOutbox
+from badgeline.agent.loops.ack import AckOutbox
+from badgeline.agent.loops.print import PrintLoop
+from badgeline.agent.loops.probe import PrinterWatch
 from badgeline.agent.prepare import JobTicket, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, UsbConnection, UsbLink
-from badgeline.agent.printing import PrintLoop
 from badgeline.agent.retry import Backoff
 from badgeline.agent.slots import JobSlots
 from badgeline.badge import badge_to_escpos
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.protocol.models import LeasedJob
 from badgeline.protocol.states import AckResult
 from tests.agent.conftest import Kiosk, LiveCoordinator, agent_settings
@@ -165,6 +167,34 @@ async def _ready(agent: Any) -> bool:
 
 async def _not_ready(agent: Any) -> bool:
     return not agent.watch.ready
+
+
+async def test_a_job_this_agent_cannot_read_fails_alone_and_the_lease_prints_the_rest(
+    coordinator: LiveCoordinator, kiosk: Kiosk, start_emulator: Any, run_agent: Any,
+    badge_ref: str, tmp_path: Path,
+) -> None:  # fmt: skip
+    # GIVEN two queued jobs, the first naming its badge in a way this agent cannot read
+    # (a source kind a newer coordinator might take), leased together
+    emulator = await start_emulator()
+    unreadable_id = await kiosk.submit(badge_ref, "printer-a")
+    next_id = await kiosk.submit(badge_ref, "printer-a")
+    key = VenueKeys(coordinator.settings.venue).job(unreadable_id)
+    payload = json.loads(await coordinator.redis.hget(key, "payload"))
+    await coordinator.redis.hset(key, "payload", json.dumps({**payload, "badge_pdf_ref": "s3://bucket/badge.pdf"}))
+    # WHEN the agent leases them
+    settings = agent_settings("printer-a", coordinator, emulator, tmp_path / "a", prefetch=2)
+    agent = await run_agent(settings)
+    # THEN the readable one prints, once, and the agent keeps running
+    await wait_for(lambda: _state_is(kiosk, next_id, "printed"))
+    assert [badge.job_id for badge in emulator.printed] == [next_id]
+    assert agent.loops_not_running() == []
+    # AND the unreadable one failed as that job's problem, for good, saying which field
+    await wait_for(lambda: _state_is(kiosk, unreadable_id, "failed"))
+    job = await kiosk.job(unreadable_id)
+    assert job["failure_reason"] == "bad_reference" and "badge_pdf_ref" in job["last_error"], job
+    assert job["failed_for_good"] is True
+    entry = await agent.journal.get(unreadable_id)
+    assert entry is not None and entry.state is LocalJobState.ACKED and entry.granted_at is None
 
 
 async def _state_is(kiosk: Kiosk, job_id: str, state: str) -> bool:

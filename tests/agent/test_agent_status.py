@@ -15,8 +15,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from redis.asyncio import Redis
 
-from badgeline.agent.health import clamp_heartbeat_interval
-from badgeline.agent.status import is_loopback
+from badgeline.agent.loops.heartbeat import clamp_heartbeat_interval
+from badgeline.agent.status_endpoint import is_loopback
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.discovery.names import local_ipv4_addresses
 from badgeline.emulator import PrinterEmulator

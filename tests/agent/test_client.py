@@ -10,8 +10,13 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
-from badgeline.protocol.models import AckRequest, HeartbeatRequest, PrinterHealthReport
+from badgeline.agent.client import (
+    CoordinatorClient,
+    CoordinatorRejected,
+    CoordinatorUnavailable,
+    UnreadableJob,
+)
+from badgeline.protocol.models import AckRequest, HeartbeatRequest, LeasedJob, PrinterHealthReport
 from badgeline.protocol.states import AckResult, PrinterState
 from tests.agent.conftest import Kiosk, LiveCoordinator
 from tests.conftest import agent_token
@@ -134,6 +139,34 @@ async def test_answers_with_new_fields_are_read_and_5xx_is_unavailable(
         assert (await client.heartbeat(beat())).state is PrinterState.HEALTHY
         with pytest.raises(CoordinatorUnavailable, match="store_unavailable"):
             await client.lease(wait_s=0, max_jobs=1)
+
+
+async def test_a_leased_job_that_does_not_validate_is_unreadable_and_the_others_are_read(
+    aiohttp_server: Any,
+) -> None:
+    # GIVEN a coordinator whose lease answer holds a good job and one whose priority
+    # this agent cannot read
+    good = {"attendee_id": "att-1", "badge_pdf_ref": "https://badges.example/1.pdf",
+            "printer_target": "printer-a", "priority": 100,
+            "idempotency_key": "key-0001"}  # fmt: skip
+
+    async def lease(request: web.Request) -> web.Response:
+        return web.json_response({"jobs": [
+            {"job_id": "job_1", "lease_id": "l1", "lease_ttl_s": 30, "job": good},
+            {"job_id": "job_2", "lease_id": "l2", "lease_ttl_s": 30,
+             "job": {**good, "priority": "urgent"}},
+        ]})  # fmt: skip
+
+    app = web.Application()
+    app.router.add_post("/v1/agents/printer-a/lease", lease)
+    server = await aiohttp_server(app)
+    # WHEN the agent leases
+    async with CoordinatorClient(str(server.make_url("")).rstrip("/"), "printer-a", "t") as client:
+        first, second = await client.lease(wait_s=0, max_jobs=2)
+    # THEN the good job is typed, the other is that job's problem, naming the field
+    assert isinstance(first, LeasedJob) and first.job.attendee_id == "att-1"
+    assert isinstance(second, UnreadableJob) and second.fields == ("priority",)
+    assert (second.job_id, second.lease_id, second.payload["priority"]) == ("job_2", "l2", "urgent")
 
 
 async def test_a_call_before_mdns_finds_the_coordinator_waits_for_it_then_goes_there(

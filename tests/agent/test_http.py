@@ -17,7 +17,7 @@ import aiohttp
 import h11
 import pytest
 
-from badgeline.agent import http_client
+from badgeline.agent import http_wire
 from badgeline.agent.http_client import BodyTooLarge, HttpClient, HttpFailure
 from badgeline.agent.http_server import HttpServer, Reply, Request, json_reply
 
@@ -141,7 +141,7 @@ async def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.Monk
     async def echo(number: int, request: h11.Request) -> Answer:
         return ok({"number": number})
 
-    monkeypatch.setattr(http_client, "IDLE_EXPIRY_S", -1.0)  # every kept one is stale
+    monkeypatch.setattr(http_wire, "IDLE_EXPIRY_S", -1.0)  # every kept one is stale
     async with ScriptedServer(echo) as server, HttpClient() as http:
         await http.request("GET", server.url + "/a", timeout_s=5)
         assert (await http.request("GET", server.url + "/b", timeout_s=5)).json() == {"number": 1}
@@ -174,11 +174,11 @@ async def test_redirects_are_followed_when_asked_and_the_token_stays_with_its_ho
 
 async def test_an_error_answer_is_returned_with_its_body_cut_and_a_head_has_no_body() -> None:
     async def failing(number: int, request: h11.Request) -> Answer:
-        return 503, b"x" * (http_client.ERROR_BODY_CAP * 3)
+        return 503, b"x" * (http_wire.ERROR_BODY_CAP * 3)
 
     async with ScriptedServer(failing) as server, HttpClient() as http:
         answer = await http.request("GET", server.url + "/a.pdf", timeout_s=5, max_body=10)
-        assert answer.status == 503 and len(answer.body) == http_client.ERROR_BODY_CAP
+        assert answer.status == 503 and len(answer.body) == http_wire.ERROR_BODY_CAP
         head = await http.request("HEAD", server.url + "/a.pdf", timeout_s=5, max_body=10)
         assert head.status == 503 and head.body == b""
         assert server.connections == 2  # the cut answer's connection was not reused

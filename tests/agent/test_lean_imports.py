@@ -1,4 +1,4 @@
-"""What the agent's modules import: on a Pi its idle memory is budgeted (45 MB, issue 3).
+"""What the agent's modules import: on a Pi its idle memory is budgeted (45 MB).
 
 pydantic's plugin discovery would load importlib.metadata (2.2 MB) into the
 agent; badgeline/agent/pydantic_plugins.py keeps it out while plugins are

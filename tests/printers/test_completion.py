@@ -24,7 +24,7 @@ from badgeline.agent.printers.completion import (
     process_id_request,
 )
 from badgeline.agent.printers.link import LinkIo, PrinterLink
-from badgeline.agent.printers.status import probe_health
+from badgeline.agent.printers.realtime_status import probe_health
 
 from .fake_usb import FakeUsbPrinterBackend
 from .servers import WAIT_S, FdPrinter, TcpPrinter

@@ -75,13 +75,6 @@ def primary_code(error: sqlite3.Error) -> int | None:
     return None if code is None else code & 0xFF
 
 
-def is_corruption(error: BaseException) -> bool:
-    """True only when the file itself is unreadable, never for a transient error."""
-    if isinstance(error, JournalCorruptError):
-        return True
-    return isinstance(error, sqlite3.Error) and primary_code(error) in _CORRUPTION
-
-
 def translate(error: sqlite3.Error) -> JournalError:
     """Map an SQLite error to the journal exception the agent acts on."""
     code = primary_code(error)

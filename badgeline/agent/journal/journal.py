@@ -26,6 +26,7 @@ from badgeline.agent.journal.connection import (
 from badgeline.agent.journal.errors import IllegalTransitionError, JournalError, UnknownLeaseError
 from badgeline.agent.journal.models import JournalEntry, PendingAck, RecoveryPlan
 from badgeline.agent.journal.ownership import JournalOwnership
+from badgeline.agent.journal.rules import check_repeat, print_blocker
 from badgeline.agent.journal.settings import JournalSettings
 from badgeline.agent.journal.states import (
     FINISHED_STATES,
@@ -35,7 +36,6 @@ from badgeline.agent.journal.states import (
     may_transition,
 )
 from badgeline.protocol.failures import FailureReason
-from badgeline.protocol.states import AckResult
 
 log = logging.getLogger("badgeline.agent.journal")
 
@@ -131,7 +131,7 @@ class Journal:
             existing = await self._fetch(db, job_id, lease_id)
             if existing is not None:
                 return existing
-            blocker = _print_blocker(await self._history(db, job_id))
+            blocker = print_blocker(await self._history(db, job_id))
             now = self._clock()
             state, error = LocalJobState.LEASED, None
             if blocker is None:
@@ -318,7 +318,7 @@ class Journal:
         async with self._writing() as db:
             entry = await self._require(db, job_id, lease_id)
             if already_there(entry.state, entry.outcome, target):
-                _check_repeat(entry, target, repeat_must_match or {})
+                check_repeat(entry, target, repeat_must_match or {})
                 return entry
             if not may_transition(entry.state, target):
                 raise IllegalTransitionError(job_id, lease_id, entry.state, target)
@@ -375,30 +375,3 @@ class Journal:
             "SELECT * FROM jobs WHERE state = ? ORDER BY entry_id", (str(state),)
         )
         return [JournalEntry.from_row(row) for row in rows]
-
-
-def _check_repeat(entry: JournalEntry, target: LocalJobState, expected: Mapping[str, Any]) -> None:
-    """A repeated transition is a no-op only if it says the same thing (e.g. the same fence)."""
-    for name, value in expected.items():
-        if getattr(entry, name) != value:
-            raise IllegalTransitionError(
-                entry.job_id,
-                entry.lease_id,
-                entry.state,
-                target,
-                f"already {entry.state} with {name}={getattr(entry, name)!r}, not {value!r}",
-            )
-
-
-def _print_blocker(history: list[JournalEntry]) -> JournalEntry | None:
-    """An earlier lease whose badge printed, or may have, or is printing right now.
-
-    An `uncertain` result the coordinator has confirmed (acked) no longer
-    blocks: re-dispatching it is the coordinator's documented decision.
-    """
-    for entry in history:
-        if entry.state in (LocalJobState.GRANTED, LocalJobState.PRINTED, LocalJobState.UNCERTAIN):
-            return entry
-        if entry.state is LocalJobState.ACKED and entry.outcome is AckResult.PRINTED:
-            return entry
-    return None

@@ -23,11 +23,16 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
-from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
-from badgeline.agent.health import PrinterWatch
+from badgeline.agent.client import (
+    CoordinatorClient,
+    CoordinatorRejected,
+    CoordinatorUnavailable,
+    UnreadableJob,
+)
 from badgeline.agent.journal import Journal, JournalEntry, JournalError, LocalJobState
-from badgeline.agent.lease_keeper import LeaseKeeper
-from badgeline.agent.outbox import AckOutbox
+from badgeline.agent.loops.ack import AckOutbox
+from badgeline.agent.loops.probe import PrinterWatch
+from badgeline.agent.loops.renew import LeaseKeeper
 from badgeline.agent.prepare import BadgePreparer, BadgeUnprintable, JobTicket, PreparedBadge
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped, unless_stopped
 from badgeline.agent.slots import JobSlots
@@ -84,8 +89,13 @@ class LeaseLoop:
             jobs = await self._lease(free, stopping)
             for job in jobs or []:
                 self.slots.take()
+                if isinstance(job, UnreadableJob):
+                    ticket = JobTicket(self.client.printer_id, job.job_id, job.lease_id,
+                                       job.payload, job.lease_ttl_s)  # fmt: skip
+                    await self._as_the_jobs_problem(ticket, self._refuse(ticket, job))
+                    continue
                 ticket = JobTicket(self.client.printer_id, job.job_id, job.lease_id,
-                                   dict(job.job), job.lease_ttl_s)  # fmt: skip
+                                   job.job.model_dump(mode="json"), job.lease_ttl_s)  # fmt: skip
                 await self._as_the_jobs_problem(ticket, self._take(ticket, stopping))
 
     async def _resume_recovered(self, stopping: asyncio.Event) -> None:
@@ -119,7 +129,9 @@ class LeaseLoop:
                 "the agent could not handle this job (see the agent's log)",
             )  # fmt: skip
 
-    async def _lease(self, free: int, stopping: asyncio.Event) -> list[LeasedJob] | None:
+    async def _lease(
+        self, free: int, stopping: asyncio.Event
+    ) -> list[LeasedJob | UnreadableJob] | None:
         asked_at = asyncio.get_running_loop().time()
         try:
             jobs = await unless_stopped(self.client.lease(self.lease_wait_s, free), stopping)
@@ -159,7 +171,7 @@ class LeaseLoop:
             return
         log_event("lease_journaled", **ticket.trace())
         if self.keeper is not None:
-            self.keeper.hold(ticket)  # until its start is asked for (printing.py)
+            self.keeper.hold(ticket)  # until its start is asked for (print.py)
         await self._queue_when_prepared(ticket, preparing, stopping)
 
     async def _after_own_results_confirmed(self, ticket: JobTicket) -> None:
@@ -190,6 +202,25 @@ class LeaseLoop:
         # A stop while the queue is full leaves the job `leased` in the journal:
         # the next start asks for its grant again.
         await unless_stopped(self.queue.put(badge), stopping)
+
+    async def _refuse(self, ticket: JobTicket, job: UnreadableJob) -> None:
+        """A job whose payload does not validate here fails, journaled like any other.
+
+        A bad badge reference can never print; any other field is more likely a
+        coordinator newer than this agent, so that failure is retried (perhaps by
+        another printer's agent) rather than final.
+        """
+        try:
+            await self.journal.record_lease(ticket.job_id, ticket.lease_id, ticket.payload)
+        except JournalError as error:
+            log_event("journal_failed", logging.ERROR, writing="record_lease", error=str(error),
+                      **ticket.trace())  # fmt: skip
+            await self.slots.give_back()  # the lease expires; the coordinator takes it back
+            return
+        reason = (FailureReason.BAD_REFERENCE if job.fields == ("badge_pdf_ref",)
+                  else FailureReason.INTERNAL)  # fmt: skip
+        await self._fail_before_grant(ticket, reason, f"this agent cannot read the job: "
+                                                      f"{job.problem}")  # fmt: skip
 
     async def _fail_before_grant(
         self, ticket: JobTicket, reason: FailureReason, message: str

@@ -40,27 +40,25 @@ import asyncio
 import logging
 import math
 from collections import deque
-from dataclasses import dataclass
-from typing import Any
 
-from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
-from badgeline.agent.health import PrinterWatch, can_print
-from badgeline.agent.journal import Journal, JournalError, JournalWriteError
-from badgeline.agent.lease_keeper import LeaseKeeper
-from badgeline.agent.outbox import AckOutbox, clip_error
+from badgeline.agent.client import CoordinatorClient
+from badgeline.agent.journal import Journal
+from badgeline.agent.loops.ack import AckOutbox
+from badgeline.agent.loops.confirmation import ConfirmationPolicy
+from badgeline.agent.loops.grant import GrantedBadge, StartGrants
+from badgeline.agent.loops.probe import PrinterWatch, can_print
+from badgeline.agent.loops.renew import LeaseKeeper
+from badgeline.agent.loops.results import ResultRecorder
 from badgeline.agent.prepare import JobTicket, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, MarkNotSentError, PrinterLinkError
 from badgeline.agent.printers.completion import (
     DEFAULT_POLL_S,
-    FIRST_POLL_S,
     Completion,
     Outcome,
 )
-from badgeline.agent.retry import Backoff, ComebackSignal, OutageLog, unless_stopped
+from badgeline.agent.retry import Backoff, unless_stopped
 from badgeline.agent.slots import JobSlots
 from badgeline.log import log_event
-from badgeline.protocol.agent_models import AckRequest, StartResponse
-from badgeline.protocol.failures import FailureReason
 from badgeline.protocol.states import AckResult, Confirmation
 
 # While a pipelined printer has room for another badge and one is being granted, the
@@ -68,32 +66,6 @@ from badgeline.protocol.states import AckResult, Confirmation
 PIPELINE_POLL_S = 0.05
 # How often a write-only printer's take of a badge is looked at (an ioctl, no I/O).
 SENT_POLL_S = 0.05
-# How long an idle printer that knows GS ( H may take to answer a bare request
-# (see `_learn_support`); one that does not know it costs this once per start.
-SUPPORT_CHECK_S = 2.0
-
-
-@dataclass
-class _Granted:
-    """A badge whose start grant is journaled: it goes to the printer, and then is in flight."""
-
-    badge: PreparedBadge
-    fence: int
-    process_id: bytes | None = None  # its GS ( H request, once written
-    deadline: float = 0.0  # loop time by which its answer must have come
-    pause_s: float = FIRST_POLL_S  # the next pause between polls of its confirmation
-    interruptions: int = 0  # the printer faults the agent had seen when it was sent
-    # Where its bytes end in the connection's stream, and when the printer was first
-    # seen to have taken them all (a slow printer takes a badge at print speed).
-    last_byte: int = 0
-    taken_at: float | None = None
-
-    @property
-    def ticket(self) -> JobTicket:
-        return self.badge.ticket
-
-    def trace(self) -> dict[str, Any]:
-        return {**self.badge.ticket.trace(), "fence": self.fence}
 
 
 class PrintLoop:
@@ -122,29 +94,23 @@ class PrintLoop:
         depth: int = 1,
         keeper: LeaseKeeper | None = None,
     ) -> None:
-        self.keeper = keeper
-        self.client = client
-        self.journal = journal
         self.link = link
         self.watch = watch
         self.outbox = outbox
         self.slots = slots
         self.queue = queue
-        self.backoff = backoff
         self.printer_lock = printer_lock
-        self.outage = OutageLog("start", printer_id=client.printer_id)
-        # The start call retries at once when another loop finds the coordinator back.
-        self._comeback = ComebackSignal(client.on_success)
-        self.confirmation = confirmation
+        self.policy = ConfirmationPolicy(confirmation, link, client.printer_id)
+        self.results = ResultRecorder(journal, client)
+        self.grants = StartGrants(client=client, journal=journal, watch=watch,
+                                  results=self.results, backoff=backoff, keeper=keeper)  # fmt: skip
         self.confirm_timeout_s = confirm_timeout_s
         self.depth = depth
-        # With "auto": whether the printer answers GS ( H, once a badge has shown it.
-        self.process_id_support: bool | None = None
         # Granted badges not yet finished: at most `_depth_now()` of them.
         self._unfinished = 0
         self._room = asyncio.Condition()
-        self._to_send: asyncio.Queue[_Granted | None] = asyncio.Queue()
-        self.in_flight: deque[_Granted] = deque()
+        self._to_send: asyncio.Queue[GrantedBadge | None] = asyncio.Queue()
+        self.in_flight: deque[GrantedBadge] = deque()
         self._holding_printer = False
 
     @property
@@ -175,82 +141,11 @@ class PrintLoop:
                 await self.slots.give_back()  # left `leased`: the next start asks again
                 return
             self._unfinished += 1
-            granted = await self._granted(badge, stopping)
+            granted = await self.grants.granted(badge, stopping)
             if granted is None:
                 await self._free_place()
             else:
                 self._to_send.put_nowait(granted)
-
-    async def _granted(self, badge: PreparedBadge, stopping: asyncio.Event) -> _Granted | None:
-        """Ask for the start grant and journal it; None when there is nothing to print."""
-        ticket = badge.ticket
-        await unless_stopped(self.watch.wait_ready(), stopping)
-        if stopping.is_set():
-            return None  # left `leased` in the journal: the next start asks for the grant again
-        decision = await self._ask_for_start(ticket, stopping)
-        if decision is None:
-            return None
-        if self.keeper is not None:
-            self.keeper.release(ticket.lease_id)  # granted: printing, no lease to keep
-        if not decision.granted:
-            reason = decision.reason or "refused"
-            try:
-                await self.journal.record_dropped(ticket.job_id, ticket.lease_id, reason)
-            except JournalWriteError as error:
-                # Nothing prints either way. The lease stays journaled `leased`: the
-                # next start asks for its grant again and is refused again.
-                log_event("journal_failed", logging.ERROR, writing="record_dropped",
-                          error=str(error), **ticket.trace())  # fmt: skip
-            log_event("start_refused", logging.WARNING, reason=reason, **ticket.trace())
-            return None
-        granted = _Granted(badge, decision.fence or 0)
-        try:
-            await self.journal.record_grant(ticket.job_id, ticket.lease_id, granted.fence)
-        except JournalError as error:
-            # No journaled grant, no print (invariant 5). The coordinator holds the
-            # job as printing: tell it directly, since the outbox lives in the journal.
-            reason = f"journal write failed before printing: {error}"
-            log_event("journal_failed", logging.ERROR, writing="record_grant", error=reason,
-                      **granted.trace())  # fmt: skip
-            await self._ack_without_journal(
-                ticket, AckResult.FAILED, reason, granted.fence, FailureReason.JOURNAL
-            )
-            return None
-        return granted
-
-    async def _ask_for_start(
-        self, ticket: JobTicket, stopping: asyncio.Event
-    ) -> StartResponse | None:
-        """The coordinator's decision; retried through outages. None when stopping first.
-
-        The start call is idempotent for one lease, so a retry after a lost
-        answer gets the same grant (and fence) rather than a second one.
-        """
-        while not stopping.is_set():
-            try:
-                decision = await unless_stopped(
-                    self.client.start(
-                        ticket.job_id, ticket.lease_id, correlation_id=ticket.correlation_id
-                    ),
-                    stopping,
-                )
-            except CoordinatorRejected as rejected:
-                if rejected.status == 404:
-                    return StartResponse(granted=False, reason="not_found")
-                problem = str(rejected)
-                self._comeback.coordinator_away(False)  # it answered: wait the whole back-off
-            except CoordinatorUnavailable as error:
-                problem = str(error)
-                self._comeback.coordinator_away()
-            else:
-                self.outage.succeeded()
-                self.backoff.reset()
-                self._comeback.coordinator_answered()
-                return decision
-            self.outage.failed(problem)
-            if not await self._comeback.back_off(self.backoff.next_delay(), stopping):
-                return None
-        return None
 
     # ------------------------------------------------------------ the printer
 
@@ -280,11 +175,11 @@ class PrintLoop:
 
     def _depth_now(self) -> int:
         """Pipeline only on a printer that confirms by GS ( H (proven, with "auto")."""
-        if self.confirmation == "process_id" or self.process_id_support:
+        if self.policy.proven_process_id():
             return self.depth
         return 1
 
-    async def _send(self, granted: _Granted) -> None:
+    async def _send(self, granted: GrantedBadge) -> None:
         if not self.watch.ready:
             # The printer faulted after this badge was granted (e.g. with the badge
             # before it): nothing is sent, so the coordinator may retry it anywhere.
@@ -292,7 +187,7 @@ class PrintLoop:
             await self._finish(granted, AckResult.FAILED, reason)
             log_event("print_failed", logging.WARNING, error=reason, **granted.trace())
             return
-        by_process_id = self._confirms_by_process_id()
+        by_process_id = self.policy.by_process_id()
         granted.interruptions = self.watch.interruptions
         try:
             if by_process_id:
@@ -321,7 +216,7 @@ class PrintLoop:
             granted.last_byte = self.link.bytes_sent()
             self.in_flight.append(granted)
             return
-        if self.confirmation == "sent":
+        if self.policy.configured == "sent":
             await self._finish_printed_or_doubted(granted, await self._doubt_until_taken())
             return
         # By status: a healthy DLE EOT right after the bytes (a link that cannot
@@ -363,7 +258,7 @@ class PrintLoop:
                 " taking the last byte, though it is online",
             )
         self.in_flight.popleft()
-        await self._learn_support(completion)
+        await self.policy.learn(completion)
         if completion.printed:
             await self._finish_printed_or_doubted(oldest, None)
             return
@@ -372,7 +267,7 @@ class PrintLoop:
             await self._finish_printed_or_doubted(oldest, await self._doubt_by_status())
             return
         self.watch.update(await self.link.probe())
-        await self._finish_printed_or_doubted(oldest, self._doubt(completion))
+        await self._finish_printed_or_doubted(oldest, self.policy.doubt(completion))
         doubt = (f"sent behind badge {oldest.ticket.job_id}, which was not confirmed: "
                  f"{completion.detail}")  # fmt: skip
         if completion.outcome is not Outcome.TIMED_OUT:
@@ -387,7 +282,7 @@ class PrintLoop:
         while self.in_flight and self.in_flight[0].interruptions <= oldest.interruptions:
             await self._finish_printed_or_doubted(self.in_flight.popleft(), doubt)
 
-    def _confirm_deadline(self, granted: _Granted) -> float:
+    def _confirm_deadline(self, granted: GrantedBadge) -> float:
         """Until when the badge may take to come out: `confirm_timeout_s` after it was
         sent, or after the printer took its last byte, whichever is later.
 
@@ -409,7 +304,7 @@ class PrintLoop:
         while self.in_flight:
             await self._finish_printed_or_doubted(self.in_flight.popleft(), doubt)
 
-    async def _finish_printed_or_doubted(self, granted: _Granted, doubt: str | None) -> None:
+    async def _finish_printed_or_doubted(self, granted: GrantedBadge, doubt: str | None) -> None:
         if doubt is None:
             await self._finish(granted, AckResult.PRINTED, None)
             log_event("badge_printed", bytes=len(granted.badge.escpos), **granted.trace())
@@ -417,10 +312,10 @@ class PrintLoop:
             await self._finish(granted, AckResult.UNCERTAIN, doubt)
             log_event("print_uncertain", logging.WARNING, error=doubt, **granted.trace())
 
-    async def _finish(self, granted: _Granted, result: AckResult, reason: str | None) -> None:
+    async def _finish(self, granted: GrantedBadge, result: AckResult, reason: str | None) -> None:
         """Journal the result, hand it to the outbox, and free the badge's place."""
         try:
-            await self._record_result(granted.ticket, result, reason, granted.fence)
+            await self.results.record(granted.ticket, result, reason, granted.fence)
         finally:
             self.outbox.notify()
             await self._free_place()
@@ -436,90 +331,6 @@ class PrintLoop:
             self._room.notify_all()
         await self.slots.give_back()
 
-    def _confirms_by_process_id(self) -> bool:
-        if self.confirmation == "auto":
-            return self.process_id_support is not False
-        return self.confirmation == "process_id"
-
     def confirmation_in_use(self) -> Confirmation | None:
         """How badges are confirmed now (None: "auto", not learned from a badge yet)."""
-        if self.confirmation == "sent":
-            return Confirmation.SENT
-        if self.confirmation == "process_id" or self.process_id_support:
-            return Confirmation.PROCESS_ID
-        if self.confirmation == "status" or self.process_id_support is False:
-            return Confirmation.STATUS
-        return None
-
-    async def _learn_support(self, completion: Completion) -> None:
-        """With "auto": the first response proves GS ( H works; a printer that stays
-        online through a whole timeout without answering, and then leaves a bare
-        request unanswered too, does not know it. One lost answer proves nothing (a
-        blink offline loses the request): trusting status after it would call badges
-        still in the printer's buffer printed."""
-        if self.confirmation != "auto" or self.process_id_support is not None:
-            return
-        supported: bool | None = None
-        if completion.printed:
-            supported = True
-        elif completion.outcome is Outcome.TIMED_OUT:
-            # None: the printer cannot tell now (offline): learn from a later badge.
-            supported = await self.link.answers_process_id(SUPPORT_CHECK_S)
-        if supported:
-            self.process_id_support = True
-            log_event("print_confirmation", printer_id=self.client.printer_id, by="process_id")
-        elif supported is False:
-            self.process_id_support = False
-            log_event("print_confirmation", logging.WARNING, printer_id=self.client.printer_id,
-                      by="status", reason="the printer does not answer GS ( H")  # fmt: skip
-
-    def _doubt(self, completion: Completion) -> str:
-        """Why a badge that was not confirmed may not have come out."""
-        if completion.outcome is Outcome.TIMED_OUT:
-            hint = 'a printer without GS ( H needs print_confirmation = "status"'
-            printer_id = self.client.printer_id
-            log_event("print_confirmation_timed_out", logging.WARNING,
-                      printer_id=printer_id, detail=completion.detail, hint=hint)  # fmt: skip
-        return f"not confirmed printed: {completion.detail}"
-
-    async def _record_result(
-        self, ticket: JobTicket, result: AckResult, reason: str | None, fence: int
-    ) -> None:
-        job_id, lease_id = ticket.job_id, ticket.lease_id
-        try:
-            if result is AckResult.PRINTED:
-                await self.journal.record_printed(job_id, lease_id)
-            elif result is AckResult.FAILED:
-                # Every failure after a grant is the printer's: the badge itself was
-                # fetched and rendered, so another try (or printer) may print it.
-                await self.journal.record_failed(
-                    job_id, lease_id, reason or "failed", FailureReason.PRINTER
-                )
-            else:
-                await self.journal.record_uncertain(job_id, lease_id, reason or "uncertain")
-        except JournalError as error:
-            # The badge is a physical fact the journal could not keep: report it
-            # now, or a restart would call it uncertain and print it again.
-            log_event("journal_failed", logging.ERROR, writing=f"record_{result}",
-                      error=str(error), result=str(result), **ticket.trace())  # fmt: skip
-            failure = FailureReason.PRINTER if result is AckResult.FAILED else None
-            await self._ack_without_journal(ticket, result, reason, fence, failure)
-
-    async def _ack_without_journal(
-        self,
-        ticket: JobTicket,
-        result: AckResult,
-        reason: str | None,
-        fence: int,
-        failure: FailureReason | None = None,
-    ) -> None:
-        """Best effort, once: the journal cannot hold this result for the outbox."""
-        request = AckRequest(
-            lease_id=ticket.lease_id, result=result, error=clip_error(reason), fence=fence,
-            reason=failure,
-        )  # fmt: skip
-        try:
-            await self.client.ack(ticket.job_id, request, correlation_id=ticket.correlation_id)
-        except (CoordinatorUnavailable, CoordinatorRejected) as error:
-            log_event("ack_lost", logging.ERROR, result=str(result), problem=str(error),
-                      **ticket.trace())  # fmt: skip
+        return self.policy.in_use()

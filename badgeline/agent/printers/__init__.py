@@ -31,7 +31,7 @@ from badgeline.agent.printers.errors import (
 from badgeline.agent.printers.factory import link_for
 from badgeline.agent.printers.link import PrinterLink
 from badgeline.agent.printers.network_link import NetworkLink
-from badgeline.agent.printers.status import (
+from badgeline.agent.printers.realtime_status import (
     StatusBytes,
     StatusQuery,
     health_from_status,

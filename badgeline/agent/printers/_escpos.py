@@ -86,3 +86,22 @@ def _import_escpos() -> EscposApi:
         usb_core=importlib.import_module("usb.core"),
         usb_util=importlib.import_module("usb.util"),
     )
+
+
+def profile_width(profile_name: str) -> int:
+    """The paper width in dots that python-escpos's capability database gives a profile."""
+    escpos_api()  # imports escpos.capabilities without its side effects (see _escpos)
+    from escpos import capabilities
+
+    try:
+        profile = capabilities.get_profile(profile_name)
+    except KeyError:
+        raise ValueError(
+            f"escpos_profile {profile_name!r} is not a python-escpos profile"
+        ) from None
+    pixels = profile.profile_data.get("media", {}).get("width", {}).get("pixels")
+    if not isinstance(pixels, int):
+        raise ValueError(
+            f"escpos_profile {profile_name!r} does not say its width in dots; set width_dots"
+        )
+    return pixels

@@ -31,7 +31,7 @@ from badgeline.agent.printers.errors import (
     StatusUnavailableError,
 )
 from badgeline.agent.printers.link import LinkIo, PrinterLink
-from badgeline.agent.printers.status import (
+from badgeline.agent.printers.realtime_status import (
     StatusQuery,
     busy_report,
     is_busy_report,
@@ -72,7 +72,7 @@ class AsyncPrinterLink:
         """DLE EOT 1-4 mapped to a health report; never raises (except on cancellation).
 
         A printer busy with our bytes is reported as it last answered, busy
-        (status.py), and at once: the look needs no thread and no lock.
+        (realtime_status.py), and at once: the look needs no thread and no lock.
         """
         if self.link.is_busy():
             return busy_report(self.link, self._last_answer)

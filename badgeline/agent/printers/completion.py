@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from badgeline.agent.printers.link import LinkIo
+from badgeline.agent.printers.realtime_status import OFFLINE, StatusQuery
 from badgeline.agent.printers.replies import ReplySorter
-from badgeline.agent.printers.status import OFFLINE, StatusQuery
 
 __all__ = ["Completion", "Outcome", "ProcessIds", "ReplySorter", "await_process_id",
            "poll_process_id", "process_id_request"]  # fmt: skip

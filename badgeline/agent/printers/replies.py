@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from badgeline.agent.printers.status import is_status_byte
+from badgeline.agent.printers.realtime_status import is_status_byte
 
 RESPONSE_HEADER = 0x37
 RESPONSE_IDENTIFIER = 0x22

@@ -1,0 +1,85 @@
+"""How a printer's badges are confirmed printed: as configured, or learned ("auto").
+
+`print_confirmation` names the evidence the print loop waits for: the printer's
+answer to a GS ( H process ID request sent after the badge (`process_id`), a
+healthy DLE EOT status right after it (`status`), or the printer having taken
+every byte (`sent`, for write-only printers). With `auto` the first badge
+teaches which one this printer gives: an answer proves GS ( H; a printer that
+stays online through a whole timeout without answering, and then leaves a bare
+request unanswered too, does not know it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from badgeline.agent.printers import AsyncPrinterLink
+from badgeline.agent.printers.completion import Completion, Outcome
+from badgeline.log import log_event
+from badgeline.protocol.states import Confirmation
+
+# How long an idle printer that knows GS ( H may take to answer a bare request
+# (see `learn`); one that does not know it costs this once per start.
+SUPPORT_CHECK_S = 2.0
+
+
+class ConfirmationPolicy:
+    """The confirmation configured for one printer, and what "auto" has learned."""
+
+    def __init__(self, configured: str, link: AsyncPrinterLink, printer_id: str) -> None:
+        self.configured = configured
+        self.link = link
+        self.printer_id = printer_id
+        # With "auto": whether the printer answers GS ( H, once a badge has shown it.
+        self.process_id_support: bool | None = None
+
+    def by_process_id(self) -> bool:
+        """Whether the next badge is followed by a process ID request."""
+        if self.configured == "auto":
+            return self.process_id_support is not False
+        return self.configured == "process_id"
+
+    def proven_process_id(self) -> bool:
+        """Whether the printer is known to answer GS ( H (so badges may be pipelined)."""
+        return self.configured == "process_id" or bool(self.process_id_support)
+
+    def in_use(self) -> Confirmation | None:
+        """How badges are confirmed now (None: "auto", not learned from a badge yet)."""
+        if self.configured == "sent":
+            return Confirmation.SENT
+        if self.proven_process_id():
+            return Confirmation.PROCESS_ID
+        if self.configured == "status" or self.process_id_support is False:
+            return Confirmation.STATUS
+        return None
+
+    async def learn(self, completion: Completion) -> None:
+        """With "auto": learn from a badge's completion whether GS ( H works.
+
+        One lost answer proves nothing (a blink offline loses the request):
+        trusting status after it would call badges still in the printer's
+        buffer printed. So a timeout is checked with a bare request first.
+        """
+        if self.configured != "auto" or self.process_id_support is not None:
+            return
+        supported: bool | None = None
+        if completion.printed:
+            supported = True
+        elif completion.outcome is Outcome.TIMED_OUT:
+            # None: the printer cannot tell now (offline): learn from a later badge.
+            supported = await self.link.answers_process_id(SUPPORT_CHECK_S)
+        if supported:
+            self.process_id_support = True
+            log_event("print_confirmation", printer_id=self.printer_id, by="process_id")
+        elif supported is False:
+            self.process_id_support = False
+            log_event("print_confirmation", logging.WARNING, printer_id=self.printer_id,
+                      by="status", reason="the printer does not answer GS ( H")  # fmt: skip
+
+    def doubt(self, completion: Completion) -> str:
+        """Why a badge that was not confirmed may not have come out."""
+        if completion.outcome is Outcome.TIMED_OUT:
+            hint = 'a printer without GS ( H needs print_confirmation = "status"'
+            log_event("print_confirmation_timed_out", logging.WARNING,
+                      printer_id=self.printer_id, detail=completion.detail, hint=hint)  # fmt: skip
+        return f"not confirmed printed: {completion.detail}"
