@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+import types
 
 # subcommand -> (module, one-line help). The module provides
 # `add_arguments(parser)` and `run(args) -> int`.
@@ -43,6 +44,17 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 
+# The extra each subcommand's own stack comes in (pyproject.toml); the operator
+# commands need none (urllib and pydantic only).
+EXTRAS: dict[str, str] = {
+    "coordinator": "coordinator",
+    "hash-token": "coordinator",
+    "agent": "agent",
+    "emulator": "emulator",
+    "demo": "coordinator,agent,emulator,demo",
+    "provision": "provision",
+}
+
 
 class _HelpFormatter(argparse.HelpFormatter):
     """argparse's formatter without its `import shutil`, which with the bz2 and lzma
@@ -67,7 +79,33 @@ def _terminal_columns() -> int:
     return columns or 80
 
 
+class _ExtraMissing(Exception):
+    """A subcommand whose extra is not installed (a wheel installed without it)."""
+
+
+def _load(command: str, module_name: str) -> types.ModuleType:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        missing = (error.name or "").partition(".")[0]
+        if not missing or missing == "badgeline":
+            raise
+        extra = EXTRAS.get(command, "dev")
+        raise _ExtraMissing(
+            f"badgeline {command}: {missing} is not installed; "
+            f"install the {extra} extra: pip install 'badgeline[{extra}]'"
+        ) from error
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except _ExtraMissing as error:
+        print(error, file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="badgeline", formatter_class=_HelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -78,9 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         sub_parser.set_defaults(_module=module_name)
         if name == chosen:
-            importlib.import_module(module_name).add_arguments(sub_parser)
+            _load(name, module_name).add_arguments(sub_parser)
     args = parser.parse_args(argv)
-    module = importlib.import_module(args._module)
+    module = _load(args.command, args._module)
     try:
         result: int = module.run(args)
         sys.stdout.flush()  # a closed pipe shows here, not as "Exception ignored" at exit

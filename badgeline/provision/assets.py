@@ -1,38 +1,41 @@
-"""The files `badgeline provision` copies onto an image, from this checkout.
+"""The files `badgeline provision` copies onto an image, shipped inside the package.
 
-They are kept as ordinary files (provisioning/, systemd/) so they can be read,
-shellchecked and verified by systemd on their own. setuptools packages only
-files inside `badgeline/`, so provisioning runs from a checkout of the
-repository (which is also where the wheel for the Pi is built).
+They are kept as ordinary files in `badgeline/provision/files/` (package data in
+the wheel) so they can be read, shellchecked and verified by systemd on their
+own, and so `badgeline provision` works the same from a checkout and from an
+installed wheel. The folder also holds the venue server's units
+(badgeline-coordinator.service, badgeline-redis.service), which provisioning
+does not copy.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+FILES: Traversable = files("badgeline.provision") / "files"
 
-# name on the boot partition's badgeline/ folder -> file in the checkout
-ASSETS = {
-    "install-agent.sh": Path("provisioning/install-agent.sh"),
-    "badgeline-install.service": Path("provisioning/badgeline-install.service"),
-    "99-badgeline-printers.rules": Path("provisioning/99-badgeline-printers.rules"),
-    "badgeline-agent.service": Path("systemd/badgeline-agent.service"),
-}
+# Each is written to the boot partition's badgeline/ folder under its own name.
+ASSETS = (
+    "install-agent.sh",
+    "badgeline-install.service",
+    "99-badgeline-printers.rules",
+    "badgeline-agent.service",
+)
 
 
 class AssetsMissing(Exception):
-    """Not running from a checkout: the install files are not at hand."""
+    """The package's install files are not where it was installed (a broken install)."""
 
 
 def load_assets() -> dict[str, bytes]:
     found: dict[str, bytes] = {}
-    for name, relative in ASSETS.items():
-        path = REPO_ROOT / relative
+    for name in ASSETS:
+        path = FILES / name
         if not path.is_file():
             raise AssetsMissing(
-                f"{path} is missing: run `badgeline provision` from a badgeline checkout "
-                "(./dev sets one up)"
+                f"{path} is missing from the installed badgeline package: reinstall it "
+                "(pip install --force-reinstall badgeline-*.whl)"
             )
         found[name] = path.read_bytes()
     return found

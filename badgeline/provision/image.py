@@ -28,8 +28,10 @@ from typing import Self
 
 with warnings.catch_warnings():
     # pyfatfs sits on PyFilesystem2 (`fs`), whose package __init__ still calls
-    # pkg_resources.declare_namespace: newer setuptools warn about it on import.
+    # pkg_resources.declare_namespace: setuptools warns about it on import
+    # (DeprecationWarning, and from 80.9 on a UserWarning naming its removal).
     warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
     from pyfatfs.PyFatFS import PyFatFS
 
 SECTOR_BYTES = 512

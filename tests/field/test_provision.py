@@ -24,7 +24,6 @@ from badgeline.provision import (
     parse_printer,
     provision,
 )
-from badgeline.provision.assets import REPO_ROOT
 from badgeline.provision.boot import FIRSTRUN_ARGS
 from tests.field.pi_images import (
     BOOKWORM_CMDLINE,
@@ -36,6 +35,9 @@ from tests.field.pi_images import (
     tool,
 )
 from tests.security.conftest import self_signed_certificate
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FILES = REPO_ROOT / "badgeline" / "provision" / "files"
 
 IMAGER_FIRSTRUN = """#!/bin/bash
 
@@ -122,13 +124,13 @@ def test_a_bookworm_image_gets_config_installer_and_a_firstrun_hook(
     assert "systemctl enable badgeline-install.service" in firstrun
     assert firstrun.rstrip().endswith("exit 0")
     # AND the installer's files are byte-identical to the checkout's
-    for name, source in [
-        ("install-agent.sh", "provisioning/install-agent.sh"),
-        ("badgeline-install.service", "provisioning/badgeline-install.service"),
-        ("99-badgeline-printers.rules", "provisioning/99-badgeline-printers.rules"),
-        ("badgeline-agent.service", "systemd/badgeline-agent.service"),
+    for name in [
+        "install-agent.sh",
+        "badgeline-install.service",
+        "99-badgeline-printers.rules",
+        "badgeline-agent.service",
     ]:
-        assert mtools_read(image, f"badgeline/{name}") == (REPO_ROOT / source).read_bytes()
+        assert mtools_read(image, f"badgeline/{name}") == (FILES / name).read_bytes()
     assert mtools_read(image, f"badgeline/wheels/{wheel.name}") == wheel.read_bytes()
     # AND config.txt is untouched, and the file system is clean by fsck.fat
     assert mtools_read(image, "config.txt").decode() == CONFIG_TXT
@@ -196,7 +198,7 @@ def test_a_coordinator_certificate_lands_beside_the_config_that_names_it(
     assert pem == certificate.cert_file.read_bytes()
     config = tomllib.loads(mtools_read(image, "badgeline/agent.toml").decode())
     assert config["coordinator_ca_file"] == "/etc/badgeline/coordinator-ca.pem"
-    installer = (REPO_ROOT / "provisioning" / "install-agent.sh").read_text()
+    installer = (FILES / "install-agent.sh").read_text()
     assert '"$FROM/coordinator-ca.pem" /etc/badgeline/coordinator-ca.pem' in installer
     # AND a file that is not a certificate is refused before anything is written
     with pytest.raises(ProvisionError, match="not a PEM certificate"):
@@ -284,7 +286,7 @@ def test_the_generated_firstrun_passes_shellcheck(tmp_path: Path, wheel: Path) -
 
 
 def test_install_agent_sh_passes_shellcheck() -> None:
-    script = REPO_ROOT / "provisioning" / "install-agent.sh"
+    script = FILES / "install-agent.sh"
     result = subprocess.run(
         [tool("shellcheck", "shellcheck"), str(script)], capture_output=True, text=True
     )

@@ -1,4 +1,4 @@
-"""The unit files in systemd/: valid for systemd, hardened, and runnable as hardened.
+"""The unit files (badgeline/provision/files/): valid for systemd, hardened, runnable as hardened.
 
 Needs `systemd-analyze` (apt-get install -y systemd); it works without systemd
 running. Nothing here is skipped: a missing tool fails with the install command.
@@ -21,7 +21,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from badgeline.coordinator.store.embedded import find_server_binary
 
-UNITS_DIR = Path(__file__).resolve().parents[2] / "systemd"
+UNITS_DIR = Path(__file__).resolve().parents[2] / "badgeline" / "provision" / "files"
 INSTALLED_BADGELINE = "/opt/badgeline/venv/bin/badgeline"
 INSTALLED_REDIS = "/usr/bin/redis-server"
 MAX_EXPOSURE = 2.5
@@ -82,7 +82,7 @@ def test_each_unit_passes_systemd_analyze_verify(unit: str, tmp_path: Path) -> N
 
 def test_the_first_boot_installer_unit_passes_verify() -> None:
     # GIVEN the one-shot unit provisioning enables (its ExecStart is /bin/bash, present here)
-    unit = UNITS_DIR.parent / "provisioning" / "badgeline-install.service"
+    unit = UNITS_DIR / "badgeline-install.service"
     # WHEN/THEN systemd finds nothing to complain about
     result = subprocess.run(
         [systemd_analyze(), "verify", "--man=no", str(unit)],
@@ -122,7 +122,7 @@ def test_each_unit_rates_an_exposure_of_at_most_2_5(unit: str, tmp_path: Path) -
 
 def test_the_first_boot_installer_is_sandboxed_as_far_as_installing_allows() -> None:
     # GIVEN the installer unit, which must stay root (apt, /etc, /opt, usblp, udev, systemctl)
-    unit = UNITS_DIR.parent / "provisioning" / "badgeline-install.service"
+    unit = UNITS_DIR / "badgeline-install.service"
     # WHEN systemd rates it offline
     result = subprocess.run(
         [systemd_analyze(), "security", "--offline=yes", "--no-pager", str(unit)],

@@ -37,8 +37,9 @@ from tests.chaos.harness.configs import (
 from tests.chaos.harness.proxy import FaultProxy
 
 START_TIMEOUT_S = 60.0
-# As the shipped units do (systemd/*.service: Restart=always, RestartSec=2): a
-# coordinator, agent or emulator that exits on its own is started again 2 s later.
+# As the shipped units do (badgeline/provision/files/*.service: Restart=always,
+# RestartSec=2): a coordinator, agent or emulator that exits on its own is started
+# again 2 s later.
 RESTART_AFTER_S = 2.0
 
 
