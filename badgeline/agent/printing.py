@@ -39,14 +39,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
 from badgeline.agent.health import PrinterWatch, can_print
 from badgeline.agent.journal import Journal, JournalError, JournalWriteError
 from badgeline.agent.lease_keeper import LeaseKeeper
+from badgeline.agent.metrics import PrintMetrics
 from badgeline.agent.outbox import AckOutbox, clip_error
 from badgeline.agent.prepare import JobTicket, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, MarkNotSentError, PrinterLinkError
@@ -87,6 +89,7 @@ class _Granted:
     # seen to have taken them all (a slow printer takes a badge at print speed).
     last_byte: int = 0
     taken_at: float | None = None
+    granted_at: float = field(default_factory=time.monotonic)  # for its print duration
 
     @property
     def ticket(self) -> JobTicket:
@@ -121,8 +124,10 @@ class PrintLoop:
         confirm_timeout_s: float = 30.0,
         depth: int = 1,
         keeper: LeaseKeeper | None = None,
+        metrics: PrintMetrics | None = None,
     ) -> None:
         self.keeper = keeper
+        self.metrics = metrics or PrintMetrics()
         self.client = client
         self.journal = journal
         self.link = link
@@ -419,6 +424,7 @@ class PrintLoop:
 
     async def _finish(self, granted: _Granted, result: AckResult, reason: str | None) -> None:
         """Journal the result, hand it to the outbox, and free the badge's place."""
+        self.metrics.record(result, time.monotonic() - granted.granted_at)
         try:
             await self._record_result(granted.ticket, result, reason, granted.fence)
         finally:
