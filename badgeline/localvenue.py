@@ -44,6 +44,8 @@ class LocalVenue:
     extra_coordinator_config: dict[str, Any] = field(default_factory=dict)
     kiosk_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     operator_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    # A Prometheus server's token: GET /metrics only.
+    metrics_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     processes: dict[str, ManagedProcess] = field(default_factory=dict)
     printers: dict[str, PrinterSlot] = field(default_factory=dict)
     coordinator_count: int = 1
@@ -103,6 +105,8 @@ class LocalVenue:
             {"name": "demo-kiosk", "role": "kiosk", "sha256": token_digest(self.kiosk_token)},
             {"name": "demo-operator", "role": "operator",
              "sha256": token_digest(self.operator_token)},
+            {"name": "demo-prometheus", "role": "metrics",
+             "sha256": token_digest(self.metrics_token)},
         ] + [
             {"name": f"agent-{slot.printer_id}", "role": "agent",
              "printer_id": slot.printer_id, "sha256": token_digest(slot.token)}

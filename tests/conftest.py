@@ -19,6 +19,8 @@ KIOSK_TOKEN = "kiosk-token-for-tests"
 # Another kiosk (no group shared with kiosk-1): it must not see kiosk-1's jobs.
 OTHER_KIOSK_TOKEN = "other-kiosk-token-for-tests"
 OPERATOR_TOKEN = "operator-token-for-tests"
+# A Prometheus server's: GET /metrics and nothing else.
+METRICS_TOKEN = "metrics-token-for-tests"
 TEST_PRINTERS = ("printer-a", "printer-b", "printer-c")
 # More agents with tokens, for the few tests that run a printer per speed or model.
 MORE_TEST_PRINTERS = ("printer-d", "printer-e")
@@ -37,6 +39,7 @@ def test_tokens() -> list[TokenEntry]:
         TokenEntry(name="kiosk-1", role="kiosk", sha256=token_digest(KIOSK_TOKEN)),
         TokenEntry(name="kiosk-2", role="kiosk", sha256=token_digest(OTHER_KIOSK_TOKEN)),
         TokenEntry(name="ops", role="operator", sha256=token_digest(OPERATOR_TOKEN)),
+        TokenEntry(name="prometheus", role="metrics", sha256=token_digest(METRICS_TOKEN)),
     ]
     entries += [
         TokenEntry(name=f"agent-{p}", role="agent", sha256=token_digest(agent_token(p)),

@@ -53,6 +53,7 @@ from badgeline.agent.loops.lease import LeaseLoop
 from badgeline.agent.loops.print import PrintLoop
 from badgeline.agent.loops.probe import PrinterWatch, probe_forever
 from badgeline.agent.loops.renew import LeaseKeeper
+from badgeline.agent.metrics import PrintMetrics
 from badgeline.agent.prepare import BadgePreparer, PreparedBadge, preparer_for
 from badgeline.agent.printers import AsyncPrinterLink, link_for
 from badgeline.agent.retry import Backoff
@@ -80,6 +81,7 @@ class Agent:
         self.settings = settings
         self.watch = PrinterWatch(settings.printer_id)
         self.last_problem = LastProblem(settings.printer_id)
+        self.print_metrics = PrintMetrics()  # counted by the print loop, read by /metrics
         # Held by the print loop from a badge's first byte to its confirmation
         # probe, and by a local test print: never two writers on one printer.
         self.printer_lock = asyncio.Lock()
@@ -285,7 +287,7 @@ class Agent:
             slots=slots, queue=queue, backoff=self._backoff(), printer_lock=self.printer_lock,
             confirmation=settings.print_confirmation,
             confirm_timeout_s=settings.print_confirm_timeout_s,
-            depth=settings.print_pipeline_depth, keeper=keeper,
+            depth=settings.print_pipeline_depth, keeper=keeper, metrics=self.print_metrics,
         )  # fmt: skip
         lease_loop = LeaseLoop(
             client=client, journal=journal, preparer=self._preparer, watch=self.watch,

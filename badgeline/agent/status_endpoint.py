@@ -126,7 +126,7 @@ async def _status(agent: Agent, request: Request) -> Reply:
 async def _metrics(agent: Agent, request: Request) -> Reply:
     from badgeline.agent.metrics import render
 
-    body, content_type = render(await describe(agent), request.headers.get("accept", ""))
+    body, content_type = render(await describe(agent), agent.print_metrics)
     return Reply(200, body, content_type)
 
 

@@ -25,7 +25,8 @@ from badgeline.toml_env import ConfigError, load_toml_env  # noqa: F401  (Config
 
 ENV_PREFIX = "BADGELINE_"
 
-Role = Literal["kiosk", "agent", "operator"]
+# `metrics`: a Prometheus server's token, which reads GET /metrics and nothing else.
+Role = Literal["kiosk", "agent", "operator", "metrics"]
 
 
 class TokenEntry(BaseModel):

@@ -82,6 +82,16 @@ async def test_healthz_and_status_describe_a_running_agent(
     assert samples[("badgeline_agent_journal_jobs", (me, ("state", "acked")))] == 1
     assert samples[("badgeline_agent_paper", (("level", "low"), me))] == 1
     assert samples[("badgeline_agent_paper", (("level", "ok"), me))] == 0
+    # AND its own counts: one badge printed after its grant, timed, none failed
+    printed, failed = (me, ("result", "printed")), (me, ("result", "failed"))
+    assert samples[("badgeline_agent_prints_total", printed)] == 1
+    assert samples[("badgeline_agent_prints_total", failed)] == 0
+    assert samples[("badgeline_agent_print_duration_seconds_count", printed)] == 1
+    assert samples[("badgeline_agent_print_duration_seconds_sum", printed)] > 0
+    inf = (("le", "+Inf"), ("printer", "printer-a"), ("result", "printed"))
+    assert samples[("badgeline_agent_print_duration_seconds_bucket", inf)] == 1
+    assert samples[("badgeline_agent_build_info", (me, ("version", "0.1.0")))] == 1
+    assert samples[("process_resident_memory_bytes", ())] > 0
 
 
 async def test_status_shows_an_unreachable_coordinator_and_the_last_error(

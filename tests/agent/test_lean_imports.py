@@ -37,7 +37,15 @@ print(json.dumps({
     "switch": os.environ.get("PYDANTIC_DISABLE_PLUGINS"),
 }))
 """
-HEAVY = ["importlib.metadata", "email", "zipfile", "tempfile", "importlib.resources", "shutil"]
+HEAVY = [
+    "importlib.metadata",
+    "email",
+    "zipfile",
+    "tempfile",
+    "importlib.resources",
+    "shutil",
+    "prometheus_client",
+]
 
 
 def _probe(switch: str | None) -> dict[str, object]:

@@ -23,6 +23,7 @@ def hash_token(capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, 
     [
         (["--name", "kiosk-hall-a", "--role", "kiosk"], Identity("kiosk-hall-a", "kiosk")),
         (["--name", "ops", "--role", "operator"], Identity("ops", "operator")),
+        (["--name", "prometheus", "--role", "metrics"], Identity("prometheus", "metrics")),
         (
             ["--name", "pi-a1", "--role", "agent", "--printer-id", "printer-a1"],
             Identity("pi-a1", "agent", "printer-a1"),

@@ -16,7 +16,7 @@ from badgeline.coordinator.api.dashboard import SESSION_COOKIE, SESSION_TTL_S
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.store.keys import VenueKeys
-from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token, auth
+from tests.conftest import KIOSK_TOKEN, METRICS_TOKEN, OPERATOR_TOKEN, agent_token, auth
 from tests.coordinator.flows import venue_snapshot, without_attempts
 from tests.dashboard.conftest import Client, sign_in
 from tests.helpers import job_body
@@ -56,6 +56,7 @@ async def test_a_wrong_or_non_operator_token_is_refused(
     for token, status, says in [
         ("not-a-token", 401, "not known"), ("", 401, "Paste the operator token"),
         (KIOSK_TOKEN, 403, "kiosk token"), (agent_token("printer-a"), 403, "agent token"),
+        (METRICS_TOKEN, 403, "metrics token"),
     ]:  # fmt: skip
         response = await client.post("/dashboard/login", data={"token": token},
                                      allow_redirects=False)  # fmt: skip

@@ -35,7 +35,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from badgeline.protocol.errors import ErrorCode
-from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, agent_token
+from tests.conftest import KIOSK_TOKEN, METRICS_TOKEN, OPERATOR_TOKEN, agent_token
 
 KNOWN_CODES = {str(code) for code in ErrorCode}
 # Badge PDFs (PUT /v1/artifacts/{name}): raw bytes, some with the PDF header.
@@ -49,6 +49,7 @@ ROLE_TOKENS = {
     "kiosk": KIOSK_TOKEN,
     "operator": OPERATOR_TOKEN,
     "agent": agent_token("printer-a"),
+    "metrics": METRICS_TOKEN,
 }
 
 

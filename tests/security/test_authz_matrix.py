@@ -1,5 +1,6 @@
 """The authorization matrix over EVERY route the app registers, every kind of
-caller, and the caller's own and another printer's id.
+caller (a scrape-only metrics token among them), and the caller's own and another
+printer's id.
 
 The routes come from `app.router.routes()`, so a new endpoint is in the matrix
 the moment it exists: `test_every_route_has_a_declared_policy` fails until its
@@ -28,7 +29,14 @@ from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.samples import sample_badge_pdf
-from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN, OTHER_KIOSK_TOKEN, agent_token, auth
+from tests.conftest import (
+    KIOSK_TOKEN,
+    METRICS_TOKEN,
+    OPERATOR_TOKEN,
+    OTHER_KIOSK_TOKEN,
+    agent_token,
+    auth,
+)
 from tests.coordinator import flows
 from tests.coordinator.conftest import MakeClient
 from tests.coordinator.test_auth import HEARTBEAT
@@ -40,6 +48,7 @@ Route = tuple[str, str]
 
 PUBLIC = "public"  # the same answer for every caller, token or not
 KIOSK, OPERATOR, AGENT = "kiosk", "operator", "agent"  # AGENT: of the path's printer
+METRICS = "metrics"  # a Prometheus server's token: GET /metrics only
 OPS = frozenset({OPERATOR})
 FRONT = frozenset({KIOSK, OPERATOR})
 AGENTS = frozenset({AGENT})
@@ -73,7 +82,7 @@ POLICY: dict[Route, frozenset[str]] = {
     ("GET", "/v1/reconcile"): OPS,
     ("GET", "/v1/stats"): OPS,
     ("POST", "/v1/jobs/{job_id}/reprint"): OPS,
-    ("GET", "/metrics"): OPS,
+    ("GET", "/metrics"): frozenset({OPERATOR, METRICS}),
     ("GET", "/"): OPEN,  # the sign-in page
     ("GET", "/dashboard/static/{name}"): OPEN,
     ("POST", "/dashboard/login"): OPEN,  # takes the token from a form, not a header
@@ -124,7 +133,7 @@ CALLERS = (
     Caller("agent of printer-a", AGENT, "printer-a"),
     Caller("agent of printer-b", AGENT, "printer-b"),
     Caller("enrolled agent of printer-a", AGENT, "printer-a"),
-    Caller(OTHER_KIOSK, KIOSK, kiosk_name="kiosk-2"),
+    Caller(OTHER_KIOSK, KIOSK, kiosk_name="kiosk-2"), Caller("metrics", METRICS),
 )  # fmt: skip
 
 
@@ -161,6 +170,7 @@ async def _world(client: Client) -> World:
         "agent of printer-a": auth(agent_token("printer-a")),
         "agent of printer-b": auth(agent_token("printer-b")),
         "enrolled agent of printer-a": auth(enrolled), OTHER_KIOSK: auth(OTHER_KIOSK_TOKEN),
+        "metrics": auth(METRICS_TOKEN),
     }  # fmt: skip
     return World(job_id, job["attendee_id"], leased["lease_id"], headers)
 
@@ -285,3 +295,10 @@ def test_every_route_has_a_declared_policy() -> None:
 def test_every_kiosk_route_is_rate_limited() -> None:
     kiosk_routes = {route for route, policy in POLICY.items() if KIOSK in policy}
     assert kiosk_routes == KIOSK_ROUTES
+
+
+def test_the_metrics_role_reads_metrics_and_nothing_else() -> None:
+    # The matrix above calls every route with the metrics token; this says what it found.
+    allowed = sorted(route for route, policy in POLICY.items()
+                     if METRICS in policy or PUBLIC in policy)  # fmt: skip
+    assert [route for route in allowed if POLICY[route] != OPEN] == [("GET", "/metrics")]

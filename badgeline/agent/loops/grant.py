@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from badgeline.agent.client import CoordinatorClient, CoordinatorRejected, CoordinatorUnavailable
@@ -42,6 +43,7 @@ class GrantedBadge:
     # seen to have taken them all (a slow printer takes a badge at print speed).
     last_byte: int = 0
     taken_at: float | None = None
+    granted_at: float = field(default_factory=time.monotonic)  # for its print duration
 
     @property
     def ticket(self) -> JobTicket:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import time
 from collections import deque
 
 from badgeline.agent.client import CoordinatorClient
@@ -49,6 +50,7 @@ from badgeline.agent.loops.grant import GrantedBadge, StartGrants
 from badgeline.agent.loops.probe import PrinterWatch, can_print
 from badgeline.agent.loops.renew import LeaseKeeper
 from badgeline.agent.loops.results import ResultRecorder
+from badgeline.agent.metrics import PrintMetrics
 from badgeline.agent.prepare import JobTicket, PreparedBadge
 from badgeline.agent.printers import AsyncPrinterLink, MarkNotSentError, PrinterLinkError
 from badgeline.agent.printers.completion import (
@@ -93,7 +95,9 @@ class PrintLoop:
         confirm_timeout_s: float = 30.0,
         depth: int = 1,
         keeper: LeaseKeeper | None = None,
+        metrics: PrintMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or PrintMetrics()
         self.link = link
         self.watch = watch
         self.outbox = outbox
@@ -314,6 +318,7 @@ class PrintLoop:
 
     async def _finish(self, granted: GrantedBadge, result: AckResult, reason: str | None) -> None:
         """Journal the result, hand it to the outbox, and free the badge's place."""
+        self.metrics.record(result, time.monotonic() - granted.granted_at)
         try:
             await self.results.record(granted.ticket, result, reason, granted.fence)
         finally:

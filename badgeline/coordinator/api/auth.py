@@ -128,7 +128,8 @@ _OPTION_OF_FIELD = {"name": "--name", "role": "--role", "printer_id": "--printer
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", required=True, help="who holds the token, e.g. kiosk-hall-a")
-    parser.add_argument("--role", required=True, choices=["kiosk", "agent", "operator"])
+    parser.add_argument("--role", required=True, choices=["kiosk", "agent", "operator", "metrics"],
+                        help="metrics: a Prometheus server's, for GET /metrics only")  # fmt: skip
     parser.add_argument("--printer-id", help="the printer an agent token is bound to")
     parser.add_argument(
         "--token",

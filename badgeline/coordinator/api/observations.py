@@ -1,6 +1,8 @@
-"""The request observations behind the per-process metrics: accept latency,
-scan-to-print time, dedupe hits and backpressure sheds, observed as requests
-pass through `observe_requests` (and the ack handler's `observe_printed`).
+"""The per-process metrics: accept latency, scan-to-print time, dedupe hits and
+backpressure sheds, observed as requests pass through `observe_requests` (and
+the ack handler's `observe_printed`); GC pauses and event-loop lag; the
+process's own CPU, memory, file descriptors and start time (prometheus_client's
+process collector), its build, and whether its last scrape reached Redis.
 With several replicas, sum them over replicas (api/metrics.py serves them).
 """
 
@@ -14,8 +16,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    ProcessCollector,
+    disable_created_metrics,
+)
 
+from badgeline import __version__
 from badgeline.coordinator.api.http import Handler
 from badgeline.coordinator.control.stalls import GC_PAUSES, LoopLag, StallCollector
 from badgeline.coordinator.store.leases import AckOutcome
@@ -25,6 +36,11 @@ from badgeline.log import log_event
 # that took minutes went through a failover or a retry.
 SCAN_TO_PRINT_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900)
 ACCEPT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+
+# No `_created` gauge beside each counter and histogram in the text format: a
+# series per family that no dashboard or alert reads (process_start_time_seconds
+# says when the counters started).
+disable_created_metrics()
 
 
 @dataclass
@@ -50,6 +66,14 @@ class Metrics:
         self.sheds = Counter(
             "badgeline_backpressure_sheds", "Submissions shed by backpressure", registry=r
         )
+        self.store_up = Gauge(
+            "badgeline_store_up", "1 when this replica's last scrape read the venue from"
+            " Redis, 0 when Redis was unreachable", registry=r,
+        )  # fmt: skip
+        Info("badgeline_build", "The coordinator's release", registry=r).info(
+            {"version": __version__}
+        )
+        ProcessCollector(registry=r)
         GC_PAUSES.install()
         r.register(StallCollector(self.loop_lag))
 

@@ -107,7 +107,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("post", "/v1/jobs/{job_id}/reprint", "Reprint a job as a new, linked job",
               OPERATOR, reprint.ReprintRequest,
               {201: m.JobView, 200: m.JobView, 409: m.ErrorBody, 503: m.ErrorBody}),
-    Operation("get", "/metrics", "Prometheus metrics", OPERATOR, None, {200: "text/plain"}),
+    Operation("get", "/metrics", "Prometheus metrics", ("operator", "metrics"), None,
+              {200: "text/plain"}),
     # ---- enrolment
     Operation("post", "/v1/enrolment-codes", "Create a single-use enrolment code for a printer",
               OPERATOR, enrolment.EnrolmentCodeRequest, {201: enrolment.EnrolmentCodeIssued}),

@@ -62,9 +62,13 @@ async def _venue_alerts(store: Store, rows: list[dict[str, Any]]) -> list[Any]:
     return alerts
 
 
+async def alerts_of(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The alerts that follow from a queue report's rows (and the venue's problem counts)."""
+    alerts = [alert for row in rows for alert in _printer_alerts(row)]
+    return alerts + await _venue_alerts(store, rows)
+
+
 async def active_alerts(
     store: Store, browser: AgentBrowser | None, stall_after_s: float
 ) -> list[dict[str, Any]]:
-    rows = await queue_report(store, browser, stall_after_s)
-    alerts = [alert for row in rows for alert in _printer_alerts(row)]
-    return alerts + await _venue_alerts(store, rows)
+    return await alerts_of(store, await queue_report(store, browser, stall_after_s))

@@ -153,6 +153,14 @@ class VenueKeys:
         return self.prefix + "stats:by_printer"
 
     @property
+    def stats_printer_events(self) -> str:
+        """Hash `<event>|<printer_id>` -> count, for /metrics: `uncertain` (attempts whose
+        outcome is unknown), `possible_duplicate` (jobs sent again for one), `shed`,
+        `duplicate_print` (a print reported for a job already printed), `failover`.
+        Only ever incremented (includes/tally.lua, count_printer_event)."""
+        return self.prefix + "stats:printer_events"
+
+    @property
     def stats_by_hour(self) -> str:
         """Hash hour start (Unix seconds, Redis clock) -> badges printed in that hour."""
         return self.prefix + "stats:by_hour"

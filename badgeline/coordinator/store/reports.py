@@ -69,6 +69,17 @@ class Tallies:
     failure_reasons: dict[str, int]
 
 
+@dataclass(frozen=True)
+class PrinterCounters:
+    """The venue's counters behind /metrics: every one only goes up. `by_printer` maps
+    (event, printer_id) to a count: printed and failed (attempts) from the reports,
+    and the events of `VenueKeys.stats_printer_events`."""
+
+    totals: dict[str, int]
+    by_printer: dict[tuple[str, str], int]
+    printed_twice: int
+
+
 def _counts(raw: dict[Any, Any]) -> dict[str, int]:
     return {text(key): int(value) for key, value in raw.items()}
 
@@ -114,3 +125,18 @@ class ReportQueries(Records):
             pipe.hgetall(k.failure_reasons)
             totals, by_dimension, reasons = (_counts(r) for r in await pipe.execute())
         return Tallies(totals, by_dimension, reasons)
+
+    async def counters(self) -> PrinterCounters:
+        """The monotonic counts /metrics exports, in one atomic read."""
+        k = self.keys
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hgetall(k.stats_totals)
+            pipe.hgetall(k.stats_by_printer)
+            pipe.hgetall(k.stats_printer_events)
+            pipe.scard(k.printed_twice)
+            totals, reports, events, printed_twice = await pipe.execute()
+        by_printer: dict[tuple[str, str], int] = {}
+        for field, count in (_counts(reports) | _counts(events)).items():
+            event, _, printer_id = field.partition("|")
+            by_printer[(event, printer_id)] = count
+        return PrinterCounters(_counts(totals), by_printer, int(printed_twice))

@@ -8,7 +8,9 @@
 -- ARGV[10] retry backoff unit ms  ARGV[11] retry backoff cap ms  ARGV[12] jitter factor
 -- ARGV[13] failure reason code ('' when none)  ARGV[14] '1' when that reason is permanent
 -- Returns {code, state, idempotency_key, correlation_id, newly_printed, created_ms, printed_ms}
--- (the last three from includes/tally.lua, which counts the job into the reports):
+-- (the last three from includes/tally.lua, which counts the job into the reports;
+-- uncertain attempts, possible duplicates and extra prints are counted per printer
+-- in stats:printer_events, built from the prefix):
 --   code 1 recorded, 0 already recorded, 3 stray (a printed ack from a lease that
 --   was never granted this job: it cannot have printed it), -2 no such job.
 --
@@ -60,6 +62,7 @@ if result == 'printed' then
   end
   if redis.call('SCARD', KEYS[2]) > 1 then
     redis.call('SADD', KEYS[4], job_id)
+    count_printer_event(prefix, 'duplicate_print', printer_id)
   end
   redis.call('HSET', KEYS[1], 'printed_ms', now, 'printed_by', printer_id)
   redis.call('SREM', printing_key(prefix, printer_id), job_id)
@@ -114,6 +117,7 @@ end
 leave_current_place()
 
 if result == 'uncertain' then
+  count_printer_event(prefix, 'uncertain', current_printer)
   if ARGV[9] == 'hold' then
     transition(prefix, job_id, state, 'held', ARGV[7],
       'agent cannot tell whether it printed (' .. ARGV[5] .. '); held for an operator', now)
@@ -121,6 +125,7 @@ if result == 'uncertain' then
     return answer(1, 'held')
   end
   redis.call('HSET', KEYS[1], 'possible_duplicate', 1, 'lease_id', '')
+  count_printer_event(prefix, 'possible_duplicate', current_printer)
   transition(prefix, job_id, state, 'queued', ARGV[7],
     'agent cannot tell whether it printed (' .. ARGV[5] .. '); re-dispatched', now)
   local p = redis.call('HMGET', printer_key(prefix, current_printer), 'state', 'paused_until_ms')

@@ -89,4 +89,6 @@ local encoded = cjson.encode(decision)
 redis.call('SET', decision_key, encoded)
 redis.call('LPUSH', KEYS[5], decision_id)
 redis.call('LTRIM', KEYS[5], 0, 9999)
+-- The list keeps the last 10000 decisions; the counter counts every one (/metrics).
+count_printer_event(prefix, 'failover', printer_id)
 return {1, encoded}

@@ -35,6 +35,8 @@ for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT
     outcome = 'failed_back'
   else
     redis.call('SREM', printing_key(prefix, f[2]), job_id)
+    -- Its outcome is unknown: counted against the printer it was printing on.
+    count_printer_event(prefix, 'uncertain', f[2])
     local why = f[3] .. ': no ack from ' .. f[2] .. ' within the grace period'
     if ARGV[4] == 'hold' then
       transition(prefix, job_id, 'printing', 'held', ARGV[5], why .. '; held for an operator', now)
@@ -42,6 +44,7 @@ for _, job_id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT
       outcome = 'held'
     else
       redis.call('HSET', key, 'possible_duplicate', 1)
+      count_printer_event(prefix, 'possible_duplicate', f[2])
       local target = pick_target(prefix, pool_candidates(by_printer, f[2]), tonumber(ARGV[3]),
         now, f[2])
       if target then

@@ -14,6 +14,12 @@
 -- with every new message).
 local MAX_FAILURE_REASONS = 100
 
+-- One more event of a printer's, for /metrics: counters only ever go up, so a
+-- scrape of any replica reads the venue's count (VenueKeys.stats_printer_events).
+local function count_printer_event(prefix, event, printer_id)
+  redis.call('HINCRBY', prefix .. 'stats:printer_events', event .. '|' .. (printer_id or ''), 1)
+end
+
 local function tally(prefix, job_id)
   local job = job_key(prefix, job_id)
   local totals = prefix .. 'stats:totals'
@@ -41,6 +47,7 @@ local function tally(prefix, job_id)
   if f[7] == 'backpressure' and f[13] ~= '1' then
     redis.call('HSET', job, 'tally_shed', 1)
     redis.call('HINCRBY', totals, 'shed', 1)
+    count_printer_event(prefix, 'shed', f[10])
   end
 
   local newly_printed = 0
