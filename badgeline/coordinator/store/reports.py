@@ -114,3 +114,10 @@ class ReportQueries(Records):
             pipe.hgetall(k.failure_reasons)
             totals, by_dimension, reasons = (_counts(r) for r in await pipe.execute())
         return Tallies(totals, by_dimension, reasons)
+
+    async def printed_by_printer(self) -> dict[str, int]:
+        """Badges printed so far on each printer: the tally's `printed|<printer>`
+        counters, which only grow (the dashboard's rates are their differences)."""
+        counts = _counts(await self._redis.hgetall(self.keys.stats_by_printer))
+        prefix = "printed|"
+        return {key.removeprefix(prefix): n for key, n in counts.items() if key.startswith(prefix)}

@@ -1,0 +1,108 @@
+"""Each printer's recent trend for the dashboard: badges printed per minute and
+queue depth, over the last minutes.
+
+A sampler reads the store every few seconds: the tally's printed counter per
+printer (it only grows, counted inside the scripts that finish a job) and each
+queue's length. A rate is the difference of two readings of that counter, so
+every replica computes the same figures from the same Redis; the readings live
+in this process only, and a coordinator that has just started shows no rate
+until it has read for a quarter of the rate window.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from badgeline.coordinator.store import Store
+
+
+@dataclass(frozen=True)
+class TrendShape:
+    sample_every_s: float = 5.0
+    step_s: float = 30.0  # one sparkline point per step
+    steps: int = 20  # ten minutes of trend
+    rate_window_s: float = 60.0  # the "badges/min now" figure
+
+
+@dataclass(frozen=True)
+class Reading:
+    at_ms: int  # the Redis clock
+    printed: dict[str, int]  # printer id -> badges printed so far
+    depths: dict[str, int]  # printer id -> jobs waiting in its queue
+
+
+@dataclass(frozen=True)
+class PrinterTrend:
+    badges_per_min: float | None  # over the rate window; None until measured
+    rates: list[float | None]  # badges/min in each step, oldest first
+    depths: list[int | None]  # queue depth at the end of each step
+
+    def to_json(self) -> dict[str, Any]:
+        rate = None if self.badges_per_min is None else round(self.badges_per_min, 1)
+        return {"badges_per_min": rate, "rates": [_round(r) for r in self.rates],
+                "depths": self.depths}  # fmt: skip
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+class FleetTrend:
+    def __init__(self, shape: TrendShape | None = None) -> None:
+        self.shape = shape or TrendShape()
+        self._readings: deque[Reading] = deque()
+
+    async def sample(self, store: Store) -> None:
+        """One reading of the store: four round trips, whatever the fleet's size."""
+        printers = await store.printers.known()
+        now_ms = await store.printers.now_ms()
+        printed = await store.reports.printed_by_printer()
+        depths = await store.printers.queue_depths(printers)
+        self.add(Reading(now_ms, printed, depths))
+
+    def add(self, reading: Reading) -> None:
+        if self._readings and reading.at_ms < self._readings[-1].at_ms:
+            self._readings.clear()  # another Redis, another clock: start again
+        self._readings.append(reading)
+        shape = self.shape
+        keep_s = max(shape.step_s * (shape.steps + 1), shape.rate_window_s)
+        keep_ms = 1000 * (keep_s + shape.sample_every_s)
+        while self._readings[0].at_ms < reading.at_ms - keep_ms:
+            self._readings.popleft()
+
+    def of(self, printer_id: str) -> PrinterTrend:
+        if not self._readings:
+            return PrinterTrend(None, [None] * self.shape.steps, [None] * self.shape.steps)
+        latest = self._readings[-1]
+        step_ms = int(self.shape.step_s * 1000)
+        ends = [latest.at_ms - step_ms * back for back in range(self.shape.steps - 1, -1, -1)]
+        rates, depths = [], []
+        for end in ends:
+            at_end, at_start = self._near(end), self._near(end - step_ms)
+            rates.append(_rate(printer_id, at_start, at_end))
+            depths.append(at_end.depths.get(printer_id) if at_end is not None else None)
+        return PrinterTrend(self._rate_now(printer_id, latest), rates, depths)
+
+    def _near(self, at_ms: int) -> Reading | None:
+        """The reading closest to `at_ms`, if one was taken within a sample interval."""
+        best = min(self._readings, key=lambda r: abs(r.at_ms - at_ms))
+        close = abs(best.at_ms - at_ms) <= self.shape.sample_every_s * 1000
+        return best if close else None
+
+    def _rate_now(self, printer_id: str, latest: Reading) -> float | None:
+        window_ms = self.shape.rate_window_s * 1000
+        first = next(r for r in self._readings if r.at_ms >= latest.at_ms - window_ms)
+        if latest.at_ms - first.at_ms < window_ms / 4:
+            return None  # too short a look to call it a rate
+        return _rate(printer_id, first, latest)
+
+
+def _rate(printer_id: str, start: Reading | None, end: Reading | None) -> float | None:
+    if start is None or end is None or end.at_ms <= start.at_ms:
+        return None
+    printed = end.printed.get(printer_id, 0) - start.printed.get(printer_id, 0)
+    if printed < 0:
+        return None  # the counter went back: not a rate
+    return printed * 60_000 / (end.at_ms - start.at_ms)
