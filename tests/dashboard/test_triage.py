@@ -14,7 +14,7 @@ from badgeline.coordinator.control.fleet import UNTIL_RESUMED_S
 from badgeline.coordinator.control.trend import FleetTrend, PrinterTrend, Reading, TrendShape
 from badgeline.coordinator.control.triage import triage
 from badgeline.coordinator.store import Store
-from tests.conftest import agent_token, auth
+from tests.conftest import OPERATOR_TOKEN, agent_token, auth
 from tests.dashboard.conftest import Client
 from tests.dashboard.test_stream import beat, submit
 from tests.helpers import wait_for
@@ -172,3 +172,32 @@ async def test_the_trend_reads_printed_counts_and_depths_from_the_store(
     seen = await wait_for(measured, timeout_s=5)
     assert seen.depths[-1] == 1
     assert seen.badges_per_min is not None and seen.badges_per_min > 0
+
+
+async def test_the_snapshot_carries_the_printers_in_order_of_trouble(
+    client: Client, csrf: str
+) -> None:
+    await beat(client, "printer-a")
+    await beat(client, "printer-b", jammed=True)
+    await beat(client, "printer-c")
+    paused = await client.post("/v1/printers/printer-c/pause", json={"for_s": 60},
+                               headers={"X-CSRF-Token": csrf})  # fmt: skip
+    assert paused.status == 200
+
+    async def triaged() -> Any:
+        snapshot = await (await client.get("/dashboard/snapshot")).json()
+        rows = [(t["printer_id"], t["condition"]) for t in snapshot["triage"]]
+        return snapshot if rows[0] == ("printer-b", "jammed") else None
+
+    snapshot = await wait_for(triaged, timeout_s=5)
+    assert [(t["printer_id"], t["condition"]) for t in snapshot["triage"]] == [
+        ("printer-b", "jammed"),
+        ("printer-c", "paused"),
+        ("printer-a", "healthy"),
+    ]
+    assert snapshot["trend_step_s"] == 30.0
+    assert set(snapshot["triage"][0]["trend"]) == {"badges_per_min", "rates", "depths"}
+    # The statistics by hour ride along with the other slow sections.
+    assert snapshot["stats_by_hour"]["by"] == "hour"
+    bearer = await client.get("/dashboard/snapshot", headers=auth(OPERATOR_TOKEN))
+    assert bearer.status == 200
