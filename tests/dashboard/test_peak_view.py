@@ -40,6 +40,8 @@ EXPECTED = [
 # The style sheet's colours (dashboard.css): paused and draining are not green.
 GREEN, PAUSED, DRAINING = "rgb(31, 122, 69)", "rgb(91, 75, 183)", "rgb(31, 111, 139)"
 PHONE = {"width": 390, "height": 844}
+# What an agent reports is shown as text, never run (and the CSP refuses it anyway).
+HOSTILE = '<img src=x onerror="window.pwned = 1">'
 # Fast trend for a test: a reading every 0.25 s, one sparkline point a second.
 FAST_TREND = TrendShape(sample_every_s=0.25, step_s=1.0, steps=20, rate_window_s=4.0)
 
@@ -110,6 +112,7 @@ async def set_the_scene(venue: Venue) -> asyncio.Task[None]:
     feeder = asyncio.create_task(feed(venue, "printer-g"))
     venue.printers["printer-b"].health = {**HEALTHY, "jammed": True}
     venue.printers["printer-c"].health = {**HEALTHY, "paper": "out"}
+    venue.printers["printer-h"].health = {**HEALTHY, "detail": HOSTILE}
     await venue.printers["printer-a"].stop()  # its agent goes silent
     return feeder
 
@@ -170,7 +173,11 @@ async def see_rates(page: Any, expect: Any) -> None:
     # printer-g prints what a kiosk sends it: a rate, and its trend as a line.
     await expect(g.locator(".rate")).to_have_text(re.compile(r"^[1-9]\d*(\.\d)? badges/min$"))
     await expect(g.locator(".spark-rate polyline")).to_have_count(1)
-    await expect(card(page, "printer-h").locator(".rate")).to_have_text("0 badges/min")
+    h = card(page, "printer-h")
+    await expect(h.locator(".rate")).to_have_text("0 badges/min")
+    await expect(h.locator(".problems")).to_have_text(HOSTILE)
+    await expect(h.locator("img")).to_have_count(0)
+    assert await page.evaluate("window.pwned === undefined")
     await expect(page.locator("#fleet-summary")).to_contain_text("3 down")
     row = page.locator('#stats tr[data-printer="printer-g"] td')
     await expect(row.nth(3)).to_have_text(re.compile(r"^[1-9]"))

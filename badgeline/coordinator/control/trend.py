@@ -53,6 +53,8 @@ class FleetTrend:
     def __init__(self, shape: TrendShape | None = None) -> None:
         self.shape = shape or TrendShape()
         self._readings: deque[Reading] = deque()
+        # Every open page asks every second; the answer changes only with a reading.
+        self._trends: dict[str, PrinterTrend] = {}
 
     async def sample(self, store: Store) -> None:
         """One reading of the store: four round trips, whatever the fleet's size."""
@@ -66,6 +68,7 @@ class FleetTrend:
         if self._readings and reading.at_ms < self._readings[-1].at_ms:
             self._readings.clear()  # another Redis, another clock: start again
         self._readings.append(reading)
+        self._trends.clear()
         shape = self.shape
         keep_s = max(shape.step_s * (shape.steps + 1), shape.rate_window_s)
         keep_ms = 1000 * (keep_s + shape.sample_every_s)
@@ -73,6 +76,11 @@ class FleetTrend:
             self._readings.popleft()
 
     def of(self, printer_id: str) -> PrinterTrend:
+        if printer_id not in self._trends:
+            self._trends[printer_id] = self._trend(printer_id)
+        return self._trends[printer_id]
+
+    def _trend(self, printer_id: str) -> PrinterTrend:
         if not self._readings:
             return PrinterTrend(None, [None] * self.shape.steps, [None] * self.shape.steps)
         latest = self._readings[-1]
