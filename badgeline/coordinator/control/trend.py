@@ -11,7 +11,7 @@ until it has read for a quarter of the rate window.
 
 from __future__ import annotations
 
-from collections import deque
+import bisect
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,12 +49,19 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
 
+# The readings a step begins and ends with (None: none taken near then), and the
+# steps with the rate window's first and last readings (None: too short a look).
+Span = tuple[Reading | None, Reading | None]
+Frame = tuple[list[Span], tuple[Reading, Reading] | None]
+
+
 class FleetTrend:
     def __init__(self, shape: TrendShape | None = None) -> None:
         self.shape = shape or TrendShape()
-        self._readings: deque[Reading] = deque()
+        self._readings: list[Reading] = []  # oldest first; a few hundred at most
         # Every open page asks every second; the answer changes only with a reading.
         self._trends: dict[str, PrinterTrend] = {}
+        self._frame_read: Frame | None = None
 
     async def sample(self, store: Store) -> None:
         """One reading of the store: four round trips, whatever the fleet's size."""
@@ -69,11 +76,12 @@ class FleetTrend:
             self._readings.clear()  # another Redis, another clock: start again
         self._readings.append(reading)
         self._trends.clear()
+        self._frame_read = None
         shape = self.shape
         keep_s = max(shape.step_s * (shape.steps + 1), shape.rate_window_s)
         keep_ms = 1000 * (keep_s + shape.sample_every_s)
-        while self._readings[0].at_ms < reading.at_ms - keep_ms:
-            self._readings.popleft()
+        first = bisect.bisect_left(self._readings, reading.at_ms - keep_ms, key=lambda r: r.at_ms)
+        del self._readings[:first]
 
     def of(self, printer_id: str) -> PrinterTrend:
         if printer_id not in self._trends:
@@ -83,28 +91,34 @@ class FleetTrend:
     def _trend(self, printer_id: str) -> PrinterTrend:
         if not self._readings:
             return PrinterTrend(None, [None] * self.shape.steps, [None] * self.shape.steps)
-        latest = self._readings[-1]
-        step_ms = int(self.shape.step_s * 1000)
-        ends = [latest.at_ms - step_ms * back for back in range(self.shape.steps - 1, -1, -1)]
-        rates, depths = [], []
-        for end in ends:
-            at_end, at_start = self._near(end), self._near(end - step_ms)
-            rates.append(_rate(printer_id, at_start, at_end))
-            depths.append(at_end.depths.get(printer_id) if at_end is not None else None)
-        return PrinterTrend(self._rate_now(printer_id, latest), rates, depths)
+        steps, window = self._frame()
+        rates = [_rate(printer_id, start, end) for start, end in steps]
+        depths = [end.depths.get(printer_id) if end is not None else None for _, end in steps]
+        now = _rate(printer_id, *window) if window is not None else None
+        return PrinterTrend(now, rates, depths)
+
+    def _frame(self) -> Frame:
+        """The readings that begin and end each step, and the rate window's first and
+        last: the same for every printer, found once per reading."""
+        if self._frame_read is None:
+            latest = self._readings[-1]
+            step_ms = int(self.shape.step_s * 1000)
+            ends = [latest.at_ms - step_ms * back for back in range(self.shape.steps - 1, -1, -1)]
+            steps = [(self._near(end - step_ms), self._near(end)) for end in ends]
+            window_ms = self.shape.rate_window_s * 1000
+            first = next(r for r in self._readings if r.at_ms >= latest.at_ms - window_ms)
+            # Too short a look is no rate yet.
+            window = (first, latest) if latest.at_ms - first.at_ms >= window_ms / 4 else None
+            self._frame_read = (steps, window)
+        return self._frame_read
 
     def _near(self, at_ms: int) -> Reading | None:
         """The reading closest to `at_ms`, if one was taken within a sample interval."""
-        best = min(self._readings, key=lambda r: abs(r.at_ms - at_ms))
+        readings = self._readings
+        i = bisect.bisect_left(readings, at_ms, key=lambda r: r.at_ms)
+        best = min(readings[max(0, i - 1) : i + 1], key=lambda r: abs(r.at_ms - at_ms))
         close = abs(best.at_ms - at_ms) <= self.shape.sample_every_s * 1000
         return best if close else None
-
-    def _rate_now(self, printer_id: str, latest: Reading) -> float | None:
-        window_ms = self.shape.rate_window_s * 1000
-        first = next(r for r in self._readings if r.at_ms >= latest.at_ms - window_ms)
-        if latest.at_ms - first.at_ms < window_ms / 4:
-            return None  # too short a look to call it a rate
-        return _rate(printer_id, first, latest)
 
 
 def _rate(printer_id: str, start: Reading | None, end: Reading | None) -> float | None:
