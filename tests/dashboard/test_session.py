@@ -49,6 +49,17 @@ async def test_without_a_cookie_every_dashboard_door_is_closed(client: Client) -
         assert (await client.get(path)).status == 401, path
 
 
+async def test_the_sign_in_page_says_why_a_session_ended(client: Client) -> None:
+    # The page sends an operator whose session ended back here, naming why: the
+    # text is the server's own, one per reason, never the query's.
+    action = await login_page(await client.get("/?ended=action"))
+    assert "your last action was not done" in action
+    assert "session has ended" in await login_page(await client.get("/?ended=session"))
+    planted = await login_page(await client.get("/?ended=<script>alert(1)</script>"))
+    assert "alert(1)" not in planted
+    assert '<p id="login-error" class="error" role="alert"></p>' in planted
+
+
 async def test_a_wrong_or_non_operator_token_is_refused(
     client: Client, redis: Redis, settings: CoordinatorSettings
 ) -> None:

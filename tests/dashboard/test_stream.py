@@ -142,7 +142,7 @@ async def test_open_dashboards_share_one_reading_of_the_slow_sections(
     # Ten operators watching must not cost ten reconciliations every few seconds:
     # a second page gets the reading the first one took (until it ages out or
     # the dead-letter count moves).
-    monkeypatch.setattr("badgeline.coordinator.api.dashboard.SLOW_SECTIONS_EVERY_S", 60.0)
+    monkeypatch.setattr("badgeline.coordinator.api.dashboard_snapshot.SLOW_SECTIONS_EVERY_S", 60.0)
     async with client.get("/dashboard/stream", headers=auth(OPERATOR_TOKEN)) as first:
         before = (await next_snapshot(first))["reconcile"]["counts"]["accepted"]
         assert (await submit(client, "printer-a")).status == 201

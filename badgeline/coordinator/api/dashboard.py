@@ -16,16 +16,12 @@ import html
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
-from badgeline.coordinator.api.context import (
-    SESSION_IDENTITY,
-    Coordinator,
-    authenticate,
-    coordinator_of,
-)
+from badgeline.coordinator.api import dashboard_snapshot
+from badgeline.coordinator.api.context import SESSION_IDENTITY, authenticate, coordinator_of
+from badgeline.coordinator.api.dashboard_snapshot import build_snapshot
 from badgeline.coordinator.api.http import (
     AUTH_CHALLENGE,
     CORRELATION_HEADER,
@@ -49,12 +45,17 @@ STATIC_DIR = Path(__file__).parent / "static"
 # A push every second keeps heartbeat ages honest; a queue wake-up pushes sooner.
 STREAM_INTERVAL_S = 1.0
 STREAM_MIN_GAP_S = 0.2
-# Dead letters and the other engineers' reports cost one Redis call per job:
-# refresh them every few seconds, or at once when the dead-letter count moves.
-SLOW_SECTIONS_EVERY_S = 5.0
-SLOW_SECTIONS = {"reconcile": "/v1/reconcile", "stats": "/v1/stats", "alerts": "/v1/alerts"}
-LIST_LIMIT = 100
-ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+# The page's script is a few ES modules (no build step), its style one sheet.
+SCRIPTS = ("dashboard.js", "api.js", "dom.js", "printers.js", "reports.js", "charts.js",
+           "jobs.js", "freshness.js")  # fmt: skip
+ASSETS = {name: "text/javascript" for name in SCRIPTS} | {"dashboard.css": "text/css"}
+# Why the page sent the operator back to sign in: a fixed list, never the query's text.
+SIGNED_OUT_MESSAGES = {
+    "session": "Your dashboard session has ended (signed out elsewhere, or it expired). "
+               "Sign in again.",
+    "action": "Your dashboard session had ended, so your last action was not done. "
+              "Sign in again, then repeat it.",
+}  # fmt: skip
 PAGE_HEADERS = {
     # Inline script and framing are refused: an injected string cannot run and
     # the action buttons cannot be click-jacked from another site.
@@ -85,7 +86,8 @@ def _page(name: str, status: int = 200, message: str = "") -> web.Response:
 @routes.get("/")
 async def index(request: web.Request) -> web.Response:
     if SESSION_IDENTITY not in request:
-        return _page("login.html")
+        why = SIGNED_OUT_MESSAGES.get(request.query.get("ended", ""), "")
+        return _page("login.html", message=why)
     return _page("index.html")
 
 
@@ -154,81 +156,6 @@ async def session_info(request: web.Request) -> web.Response:
 # ---- the live snapshot
 
 
-async def route_json(request: web.Request, path: str) -> Any:
-    """Answer `GET path` with the app's own handler, as the caller: the same
-    JSON and the same auth checks as the operator route, without a socket."""
-    sub = request.clone(method="GET", rel_url=path)
-    match = await request.app.router.resolve(sub)
-    if match.http_exception is not None:
-        return {"unavailable": f"{path} answers {match.http_exception.status} here"}
-    try:
-        response = await match.handler(sub)
-    except BadgelineError as error:
-        return {"unavailable": f"{path}: {error.code}: {error}"}
-    if not isinstance(response, web.Response) or response.status >= 400 or not response.text:
-        return {"unavailable": f"{path} answered {response.status}"}
-    return json.loads(response.text)
-
-
-async def parked_jobs(coordinator: Coordinator) -> dict[str, Any]:
-    count, ids = await coordinator.store.jobs.parked(LIST_LIMIT)
-    views = [v for j in ids if (v := await coordinator.store.jobs.get(j)) is not None]
-    return {"count": count,
-            "jobs": [v.model_dump(mode="json", by_alias=True, exclude={"history"})
-                     for v in views]}  # fmt: skip
-
-
-class SlowSections:
-    """The slow sections (dead letters, reconciliation, statistics, alerts), shared
-    by every open dashboard of this process: ten operators watching cost one
-    reconciliation every few seconds, not ten."""
-
-    def __init__(self) -> None:
-        self.sections: dict[str, Any] = {}
-        self.read_at = -SLOW_SECTIONS_EVERY_S
-        self.dead_letter_count = -1
-        self._lock = asyncio.Lock()
-
-    def _fresh(self, dead_letter_count: int) -> bool:
-        recent = time.monotonic() - self.read_at < SLOW_SECTIONS_EVERY_S
-        return recent and dead_letter_count == self.dead_letter_count
-
-    async def get(self, request: web.Request, dead_letter_count: int) -> dict[str, Any]:
-        if self._fresh(dead_letter_count):
-            return self.sections
-        async with self._lock:  # the first stream refreshes; the others wait and share
-            if self._fresh(dead_letter_count):
-                return self.sections
-            letters = await route_json(request, "/v1/dead-letters")
-            if isinstance(letters.get("dead_letters"), list):
-                letters["dead_letters"] = letters["dead_letters"][:LIST_LIMIT]
-            sections = {"dead_letters": letters}
-            for name, path in SLOW_SECTIONS.items():
-                sections[name] = await route_json(request, path)
-            self.sections, self.read_at = sections, time.monotonic()
-            self.dead_letter_count = dead_letter_count
-            return self.sections
-
-
-SLOW_SECTIONS_CACHE = web.AppKey("dashboard_slow_sections", SlowSections)
-
-
-async def build_snapshot(request: web.Request) -> dict[str, Any]:
-    coordinator = coordinator_of(request)
-    now_ms = await coordinator.store.printers.now_ms()
-    dead_letter_count = await coordinator.store.jobs.dead_letter_count()
-    return {
-        "at": now_ms / 1000,
-        "venue": coordinator.settings.venue,
-        "high_water_mark": coordinator.settings.high_water_mark,
-        "printers": (await route_json(request, "/v1/printers")).get("printers", []),
-        "dead_letter_count": dead_letter_count,
-        "parked": await parked_jobs(coordinator),
-        "failovers": await coordinator.failover.decisions(limit=10),
-        **await request.app[SLOW_SECTIONS_CACHE].get(request, dead_letter_count),
-    }
-
-
 @routes.get("/dashboard/snapshot")
 async def snapshot(request: web.Request) -> web.Response:
     authenticate(request, "operator")
@@ -294,7 +221,7 @@ async def _close_streams(app: web.Application) -> None:
 def setup(app: web.Application) -> None:
     """Mount the dashboard on the coordinator app (see create_app)."""
     app[STREAMS_CLOSING] = asyncio.Event()
-    app[SLOW_SECTIONS_CACHE] = SlowSections()
+    dashboard_snapshot.install(app)
     app.middlewares.append(session_middleware)
     app.on_shutdown.append(_close_streams)
     app.add_routes(routes)

@@ -10,16 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.api.context import Coordinator, authenticate
 from badgeline.coordinator.api.http import json_response, read_model
-from badgeline.coordinator.control.fleet import fleet_summary, printer_summary
+from badgeline.coordinator.control.fleet import UNTIL_RESUMED_S, fleet_summary, printer_summary
 from badgeline.coordinator.control.rebalance import rebalance
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import PRINTER_ID_PATTERN, is_printer_id
 
 routes = web.RouteTableDef()
-
-# A pause without a duration, and a drain, last until resumed: a year is that.
-UNTIL_RESUMED_S = 365 * 24 * 3600
 
 
 class PauseRequest(BaseModel):

@@ -15,6 +15,8 @@ from badgeline.protocol.states import CONFIRMATION_GUARANTEES, Confirmation
 # A head that has waited this long behind a live agent means nothing is pulling
 # (compare a queue now and thirty seconds ago).
 DEFAULT_STALL_AFTER_S = 30.0
+# A pause without a duration, and a drain, last until resumed: a year is that.
+UNTIL_RESUMED_S = 365 * 24 * 3600
 
 
 async def printer_summary(

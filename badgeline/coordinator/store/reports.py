@@ -140,3 +140,10 @@ class ReportQueries(Records):
             event, _, printer_id = field.partition("|")
             by_printer[(event, printer_id)] = count
         return PrinterCounters(_counts(totals), by_printer, int(printed_twice))
+
+    async def printed_by_printer(self) -> dict[str, int]:
+        """Badges printed so far on each printer: the tally's `printed|<printer>`
+        counters, which only grow (the dashboard's rates are their differences)."""
+        counts = _counts(await self._redis.hgetall(self.keys.stats_by_printer))
+        prefix = "printed|"
+        return {key.removeprefix(prefix): n for key, n in counts.items() if key.startswith(prefix)}
