@@ -37,7 +37,6 @@ AGENT_DISTRIBUTIONS = {
     "pypdfium2": "reading badge PDFs",
     "zeroconf": "mDNS: advertising the agent, finding the coordinator",
     "ifaddr": "required by zeroconf; the agent lists interfaces with it",
-    "prometheus-client": "/metrics on the status port",
     # python-escpos 3.1 requires these whatever it is used for. escpos.printer
     # imports the first five; the last three it never imports for the agent (its
     # command line, an old config-path helper, a packaging dependency), but pip
