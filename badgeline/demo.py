@@ -69,11 +69,14 @@ PORT_OPTIONS = {
 
 def port_refusals(venue: LocalVenue) -> list[str]:
     """One line per port the venue cannot listen on, checked before anything starts:
-    a part that found its port taken used to exit while another process answered in
-    its place (a coordinator of another venue, refusing this one's tokens)."""
+    a part that finds its port taken exits, and until it does another process may
+    answer in its place (a coordinator of another venue, refusing this one's tokens)."""
     refusals = []
     wanted: dict[int, str] = {}
     for port, part, what in venue.planned_ports():
+        if port > 65535:  # the ports after a pinned first one run past the last
+            refusals.append(f"port {port} (for {what}) is past 65535: choose {PORT_OPTIONS[part]}")
+            continue
         if port in wanted:
             refusals.append(f"port {port} is wanted twice, by {wanted[port]} and by {what}: "
                             f"choose {PORT_OPTIONS[part]}")  # fmt: skip
