@@ -36,11 +36,15 @@ class LocalVenue:
     talk to the first unless `agent_overrides` says otherwise. `agent_overrides`
     maps a printer id to settings laid over its agent's config (tables merge), e.g.
     `{"printer-b": {"coordinator_url": venue.coordinator_urls[1]}}`; a None value
-    leaves the key out of the config."""
+    leaves the key out of the config. Ports left 0 are picked free; `emulator_port`
+    pins the emulators' (two per printer from it: ESC/POS, then control) and
+    `agent_status_port` the agents' status ports (one per printer from it)."""
 
     root: Path
     printer_ids: tuple[str, ...] = DEFAULT_PRINTERS
     coordinator_port: int = 0
+    emulator_port: int = 0
+    agent_status_port: int = 0
     extra_coordinator_config: dict[str, Any] = field(default_factory=dict)
     kiosk_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     operator_token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
@@ -61,10 +65,28 @@ class LocalVenue:
             free_port() for _ in range(self.coordinator_count - 1)
         ]
         self.shared_redis = self.shared_redis or self.coordinator_count > 1
-        for printer_id in self.printer_ids:
+        for n, printer_id in enumerate(self.printer_ids):
+            pinned = self.emulator_port + 2 * n if self.emulator_port else 0
             self.printers[printer_id] = PrinterSlot(
-                printer_id, free_port(), free_port(), free_port(), secrets.token_urlsafe(24)
-            )
+                printer_id, pinned or free_port(), pinned + 1 if pinned else free_port(),
+                self.agent_status_port + n if self.agent_status_port else 0,
+                secrets.token_urlsafe(24),
+            )  # fmt: skip
+
+    def planned_ports(self) -> list[tuple[int, str, str]]:
+        """Every port this venue will listen on: (port, part, what listens there), the
+        part being coordinator, emulator or agent. An agent whose status port is 0
+        binds a free one itself and is not listed."""
+        names = ["the coordinator", *map(self.coordinator_name, range(1, self.coordinator_count))]
+        ports = [(port, "coordinator", f"{name}'s API")
+                 for name, port in zip(names, self.coordinator_ports, strict=True)]  # fmt: skip
+        for slot in self.printers.values():
+            ports += [(slot.port, "emulator", f"{slot.printer_id}'s emulator, ESC/POS"),
+                      (slot.control_port, "emulator",
+                       f"{slot.printer_id}'s emulator, control API")]  # fmt: skip
+            if slot.status_port:
+                ports.append((slot.status_port, "agent", f"{slot.printer_id}'s agent status"))
+        return ports
 
     @property
     def url(self) -> str:
@@ -133,10 +155,10 @@ class LocalVenue:
             "coordinator_url": self.url,
             "token": slot.token,
             "state_dir": str(self.root / "agents" / slot.printer_id),
-            # Any free port, picked by the agent as it binds: this venue never calls an
-            # agent's status endpoint, and a port chosen here could be taken by another
-            # process before the agent starts (a test failed with EADDRINUSE so).
-            "status_port": 0,
+            # 0 unless pinned: any free port, picked by the agent as it binds (a port
+            # chosen here could be taken by another process before the agent starts: a
+            # test failed with EADDRINUSE so); the agent logs the port it bound.
+            "status_port": slot.status_port,
             "printer": {"kind": "emulator", "host": "127.0.0.1", "port": slot.port},
             "mdns": False,
             # A venue on one machine: badges may come from files in the venue's folder and
@@ -181,6 +203,17 @@ class LocalVenue:
         # 60 s: a coordinator imports for seconds, and far longer on a shared, loaded machine.
         wait_until(lambda: self._alive(name) and http_ok(url + "/healthz"), 60,
                    f"the coordinator at {url} to answer")  # fmt: skip
+        try:
+            http_json("GET", url + "/v1/printers", token=self.operator_token)
+        except HttpStatusError as error:
+            if error.status != 401:
+                raise
+            # Another process answered /healthz (another venue's coordinator on this
+            # port, while ours was still starting): it does not know our tokens.
+            raise RuntimeError(
+                f"another process answers on {url} (it refuses this venue's operator "
+                f"token): stop it, or give {name} another port"
+            ) from None
 
     def start_emulator(self, printer_id: str, wait: bool = True) -> None:
         slot = self.printers[printer_id]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import gc
 import logging
 import signal
+import socket
 import ssl
 import sys
 from collections.abc import AsyncIterator
@@ -42,6 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="listen port (overrides listen_port)")
     parser.add_argument("--state-dir", type=Path, help="where the embedded Redis keeps its AOF")
     parser.add_argument("--redis-url", help="use this Redis instead of the embedded one")
+    parser.add_argument(
+        "--check", action="store_true",
+        help="check the settings, TLS certificate and key and listen address, say what would "
+             "be served, and exit (0: it would start, 2: what to fix)",
+    )  # fmt: skip
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, object]:
@@ -176,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(error, file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    if args.check:
+        return check(settings, args.config)
     configure_logging(settings.log_level)
     try:
         asyncio.run(serve(settings))
@@ -191,3 +200,42 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.suppress(Exception):
         sys.stdout.flush()
     return 0
+
+
+def check(settings: CoordinatorSettings, config: Path | None) -> int:
+    """`--check`: what start-up would refuse, found before a service is started on it."""
+    try:
+        tls.server_context(settings)
+        _check_listen_address(settings.listen_host)
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    roles = collections.Counter(entry.role for entry in settings.tokens)
+    redis = (f"embedded, in {settings.state_dir / 'redis'}" if settings.redis_url is None
+             else f"{settings.redis_mode}, {settings.redis_url.rpartition('@')[2]}")  # fmt: skip
+    mdns = ", ".join(settings.mdns_interface_list() or ["every interface"])
+    print(f"{config or 'the settings'}: ok")
+    print(f"  serves   {tls.scheme(settings)}://{settings.listen_host}:{settings.listen_port}"
+          f" (venue {settings.venue})")  # fmt: skip
+    print(f"  tokens   {roles['operator']} operator, {roles['kiosk']} kiosk, {roles['agent']} "
+          "agent (enrolled agents bring their own)")  # fmt: skip
+    print(f"  redis    {redis}")
+    print(f"  mdns     {f'advertised on {mdns}' if settings.mdns else 'off'}")
+    if not roles["operator"]:
+        print("  warning  no operator token: nobody can issue enrolment codes or use the "
+              "CLI and dashboard (`badgeline hash-token --role operator`)")  # fmt: skip
+    return 0
+
+
+def _check_listen_address(host: str) -> None:
+    """An address this machine does not have (a typo, the wrong interface) fails the
+    real start only once the embedded Redis is up: bind it to a spare port now."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]  # fmt: skip
+        with socket.socket(family, kind, proto) as probe:
+            probe.bind(address)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise ConfigError(f"listen_host: cannot listen on {host} here ({reason}): use an "
+                          "address of this machine, or 0.0.0.0 for all") from None  # fmt: skip

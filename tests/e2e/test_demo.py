@@ -3,7 +3,8 @@ stopped with Ctrl-C, then `badgeline demo --once`.
 
 The demo keeps its venue (Redis included) in its working directory between
 runs, as a real venue keeps its state; a second run must print its own badges,
-not trip over the first run's scans.
+not trip over the first run's scans, and a printer paused in an earlier run is
+named, with the command that lets its badges print.
 """
 
 from __future__ import annotations
@@ -11,17 +12,25 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+from badgeline.localvenue import LocalVenue, http_json
 from tests.helpers import taken_port
 
 DEMO_TIMEOUT_S = 120
-EMULATOR_LINE = re.compile(r"(printer-\w+):\s+emulator control (http://\S+)/printed")
+EMULATOR_LINE = re.compile(r"^\s+(printer-\w+)\s+(http://\S+)/printed\s+(http://\S+)/status")
+TOKEN_LINE = re.compile(r"^\s+(operator|kiosk|printer-\w+)\s+(\S{32})\s+(.+)$")
+DASHBOARD_LINE = re.compile(r"^\s+dashboard\s+(http://\S+)/\s")
+TRY_LINE = re.compile(r"^\s+try:\s+(.+ printers)$")
 
 
 def run_demo(out: Path, badges: int) -> subprocess.CompletedProcess[str]:
@@ -66,6 +75,9 @@ def test_the_demo_stops_on_ctrl_c_and_prints_again_when_run_a_second_time(
         emulators = [m.group(2) for m in map(EMULATOR_LINE.search, lines) if m]
         assert len(emulators) == 3, "".join(lines)
         wait_until(lambda: printed_at(emulators) == 4, "the 4 badges at the emulators")
+        # AND what it printed is enough to use the venue: every token, the dashboard,
+        # each agent's status page, and a first operator command that works
+        check_where_to_look(lines, out)
 
         # WHEN Ctrl-C goes to the terminal's foreground group
         os.killpg(demo.pid, signal.SIGINT)
@@ -88,22 +100,106 @@ def test_the_demo_stops_on_ctrl_c_and_prints_again_when_run_a_second_time(
     assert "printed_once: 4" in finished.stdout and "not_printed: 0" in finished.stdout
 
 
-def test_a_demo_that_cannot_start_says_why_in_a_line_and_leaves_nothing_running(
-    tmp_path: Path,
+def check_where_to_look(lines: list[str], out: Path) -> None:
+    text = "".join(lines)
+    tokens = {m.group(1): (m.group(2), m.group(3)) for m in map(TOKEN_LINE.search, lines) if m}
+    assert set(tokens) == {"operator", "kiosk", "printer-a", "printer-b", "printer-c"}, text
+    assert "dashboard" in tokens["operator"][1] and "jobs" in tokens["kiosk"][1], text
+    dashboards = [m.group(1) for m in map(DASHBOARD_LINE.search, lines) if m]
+    assert len(dashboards) == 1, text
+    url = dashboards[0]
+    # The operator token is the venue's: the operator API takes it, and the dashboard is there
+    printers = http_json("GET", url + "/v1/printers", token=tokens["operator"][0])["printers"]
+    assert {p["printer_id"] for p in printers} >= {"printer-a", "printer-b", "printer-c"}
+    with urllib.request.urlopen(url + "/", timeout=10) as response:
+        assert response.status == 200
+    # The kiosk token reads jobs (a kiosk's own: none of these four is its business)
+    assert "jobs" in http_json("GET", url + "/v1/jobs?attendee_id=A-1001",
+                               token=tokens["kiosk"][0])  # fmt: skip
+    # Each agent token is the one in that agent's config
+    for printer_id in ("printer-a", "printer-b", "printer-c"):
+        config = tomllib.loads((out / f"agent-{printer_id}.toml").read_text())
+        assert config["token"] == tokens[printer_id][0]
+    # Each agent's status page answers
+    for match in filter(None, map(EMULATOR_LINE.search, lines)):
+        status = json.loads(urllib.request.urlopen(match.group(3) + "/status", timeout=10).read())
+        assert status["printer_id"] == match.group(1), status
+    # And the first command it suggests works as printed
+    suggested = [m.group(1) for m in map(TRY_LINE.search, lines) if m]
+    assert len(suggested) == 1, text
+    *assignments, command, subcommand = shlex.split(suggested[0])
+    env = dict(os.environ, **dict(a.split("=", 1) for a in assignments))
+    listed = subprocess.run([command, subcommand], env=env, capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert "printer-a" in listed.stdout and "printer-c" in listed.stdout, listed.stdout
+
+
+@pytest.mark.parametrize("option", ["--port", "--emulator-port", "--status-port"])
+def test_a_port_in_use_is_refused_in_one_line_before_anything_starts(
+    tmp_path: Path, option: str
 ) -> None:
-    # GIVEN the port the demo is told to use is taken
+    # GIVEN a port some other process listens on (a plain socket: it answers nothing)
     with taken_port() as port:
         out = tmp_path / "demo-out"
-        # WHEN the demo starts on it
+        # WHEN the demo is told to put its coordinator, an emulator or an agent there
         finished = subprocess.run(
-            [sys.executable, "-m", "badgeline.cli", "demo", "--once", "--port", str(port),
+            [sys.executable, "-m", "badgeline.cli", "demo", "--once", option, str(port),
              "--out", str(out)],
             capture_output=True, text=True, timeout=DEMO_TIMEOUT_S,
         )  # fmt: skip
-    # THEN it exits 1 with the coordinator's own reason, not a traceback
+    # THEN it exits 1 with one line naming the port and what to do, not a traceback
     assert finished.returncode == 1, finished.stdout + finished.stderr
-    assert finished.stderr.startswith("badgeline demo: coordinator exited while starting")
-    assert f"cannot listen on 127.0.0.1:{port}" in finished.stderr
-    assert "Traceback" not in finished.stderr
+    assert finished.stderr.count("\n") == 1, finished.stderr
+    assert finished.stderr.startswith(f"badgeline demo: port {port} is in use by another "
+                                      "process (wanted by ")  # fmt: skip
+    assert "stop that process, or choose " in finished.stderr
+    assert f" with {option} (0: " in finished.stderr
+    # AND nothing started: no venue folder, no process, not even the "starting" line
+    assert finished.stdout == ""
+    assert not out.exists()
     leftovers = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True)
     assert leftovers.stdout == "", leftovers.stdout
+
+
+def test_a_once_run_held_by_a_paused_printer_names_it_its_badges_and_the_resume_command(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a demo folder whose venue has printer-b paused (an operator did it in an
+    # earlier run; the folder keeps the venue's state, pauses included)
+    out = tmp_path / "demo-out"
+    earlier = LocalVenue(out, printer_ids=())
+    try:
+        earlier.start()
+        earlier.api("POST", "/v1/printers/printer-b/pause", {})
+    finally:
+        earlier.stop()
+
+    # WHEN `badgeline demo --once` runs on it: badge 3 of 4 names printer-b
+    finished = subprocess.run(
+        [sys.executable, "-m", "badgeline.cli", "demo", "--once", "--badges", "4",
+         "--out", "demo-out", "--timeout", "30"],
+        capture_output=True, text=True, timeout=DEMO_TIMEOUT_S, cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])),
+    )  # fmt: skip
+
+    # THEN as soon as the venue runs it says printer-b is paused, with the command to resume
+    # it that works while this run lasts
+    assert re.search(r"printer-b\s+http://\S+/printed\s+http://\S+/status\s+PAUSED",
+                     finished.stdout), finished.stdout  # fmt: skip
+    assert re.search(r"printer-b is paused .*\n\s+BADGELINE_URL=http://127\.0\.0\.1:\d+ "
+                     r"BADGELINE_TOKEN=\S+ \S*badgeline resume printer-b\n",
+                     finished.stdout), finished.stdout  # fmt: skip
+    # AND at the timeout it exits 1 naming the paused printer, the badge waiting for it and
+    # what to run, instead of a bare "timed out"
+    assert finished.returncode == 1, finished.stdout + finished.stderr
+    report = finished.stderr
+    assert report.startswith("badgeline demo: "), report
+    assert "badges did not print within 30 s:" in report, report
+    assert re.search(r"^  printer-b\s+paused\s+1 waiting: A-1003 \(queued\)$", report,
+                     re.MULTILINE), report  # fmt: skip
+    assert "printer-b is paused, and demo-out keeps a pause from one run to the next" in report
+    assert re.search(r"^  BADGELINE_URL=… BADGELINE_TOKEN=… \S*badgeline resume printer-b$",
+                     report, re.MULTILINE), report  # fmt: skip
+    assert "or delete demo-out to start from nothing." in report
+    assert "Traceback" not in report
