@@ -84,9 +84,9 @@ class Venue:
             wrapper(bin_dir / "python", sys.executable)
         # What the laptop's checkout has: the unit file, a built wheel (provisioning
         # copies it byte for byte) and a Raspberry Pi OS image as downloaded.
-        (self.checkout / "systemd").mkdir()
-        (self.checkout / "systemd" / "badgeline-coordinator.service").write_text(
-            (REPO / "systemd" / "badgeline-coordinator.service").read_text())  # fmt: skip
+        unit = Path("badgeline") / "provision" / "files" / "badgeline-coordinator.service"
+        (self.checkout / unit.parent).mkdir(parents=True)
+        (self.checkout / unit).write_text((REPO / unit).read_text())
         (self.checkout / "dist").mkdir()
         with zipfile.ZipFile(self.checkout / "dist" / WHEEL, "w") as archive:
             archive.writestr("badgeline/__init__.py", '__version__ = "0.1.0"\n')
