@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
+from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from badgeline.coordinator.config import CoordinatorSettings
@@ -102,3 +104,8 @@ async def test_a_reprint_to_an_unknown_printer_is_refused(make_client: MakeClien
     response = await client.post(f"/v1/jobs/{job_id}/reprint", json=body, headers=flows.OPERATOR)
     # THEN it is refused the same way
     flows.assert_error_shape(await flows.expect(response, 422), "unknown_printer")
+
+
+def test_a_known_printer_not_shaped_like_one_stops_start_up() -> None:
+    with pytest.raises(ValidationError, match="known_printers"):
+        CoordinatorSettings(known_printers=["Printer A"])
