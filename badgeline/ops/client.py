@@ -37,7 +37,9 @@ class OpsError(Exception):
 def _named(loc: list[Any], flags: Mapping[str, str]) -> str:
     """A field of the API as the person typed it: `for_s` is `--for`."""
     path = ".".join(str(part) for part in loc)
-    return flags.get(path) or flags.get(str(loc[0]) if loc else "") or path
+    if not loc:
+        return "(the request)"
+    return flags.get(path) or flags.get(str(loc[0])) or path
 
 
 def _describe_refusal(error: urllib.error.HTTPError, flags: Mapping[str, str]) -> str:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import KIOSK_TOKEN
-from tests.ops.venue import REPO, Venue
+from tests.ops.venue import REPO, Venue, alive
 
 
 async def test_an_unreachable_coordinator_is_one_line_and_exit_3(venue: Venue) -> None:
@@ -97,9 +97,10 @@ async def test_an_enrolment_code_from_the_cli_enrols_an_agent_once(venue: Venue)
 
 
 async def test_a_mistyped_printer_is_refused_before_anything_changes(venue: Venue) -> None:
-    # GIVEN printer-a and printer-b heartbeating
+    # GIVEN printer-a and printer-b heartbeating (on, so that none is declared dead
+    # while the commands run: a failover decision would be a change)
     for printer in ("printer-a", "printer-b"):
-        await venue.agent(printer).heartbeat()
+        await alive(venue, printer)
 
     # WHEN the operator types printer-aa for printer-a, or drains to a typo
     paused = await venue.cli("pause", "printer-aa")
