@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 import types
+from typing import NoReturn
 
 # subcommand -> (module, one-line help). The module provides
 # `add_arguments(parser)` and `run(args) -> int`.
@@ -42,6 +43,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "badgeline.ops.enrolment_code",
         "a one-time code a new agent trades for its token",
     ),
+    # lp / CUPS's verbs: submit, cancel, move, reject, accept
+    "submit": ("badgeline.ops.submit", "print a badge PDF for an attendee (as lp)"),
+    "cancel": ("badgeline.ops.cancel", "cancel jobs, or all of a printer's waiting jobs"),
+    "move": ("badgeline.ops.move", "move a waiting job to another printer or pool"),
+    "reject": ("badgeline.ops.reject", "a printer takes no new jobs; its queue prints"),
+    "accept": ("badgeline.ops.accept", "a rejecting printer takes new jobs again"),
 }
 
 # The extra each subcommand's own stack comes in (pyproject.toml); the operator
@@ -64,6 +71,15 @@ class _HelpFormatter(argparse.HelpFormatter):
 
     def __init__(self, prog: str) -> None:
         super().__init__(prog, width=_terminal_columns() - 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad usage is one line naming what to fix, exit 2: argparse's own answer, a usage
+    synopsis then the error, buries the one line that matters; the synopsis is a
+    `--help` away."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _terminal_columns() -> int:
@@ -107,9 +123,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="badgeline", formatter_class=_HelpFormatter)
+    parser = _Parser(prog="badgeline", formatter_class=_HelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = argv[0] if argv else None
+    chosen_parser: argparse.ArgumentParser = parser
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         sub_parser = sub.add_parser(
             name, help=help_text, description=help_text, formatter_class=_HelpFormatter
@@ -117,7 +134,10 @@ def _main(argv: list[str] | None) -> int:
         sub_parser.set_defaults(_module=module_name)
         if name == chosen:
             _load(name, module_name).add_arguments(sub_parser)
-    args = parser.parse_args(argv)
+            chosen_parser = sub_parser
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command they were given to: `badgeline pause: … --frob`
+        chosen_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     module = _load(args.command, args._module)
     try:
         result: int = module.run(args)

@@ -142,6 +142,9 @@ class LocalVenue:
             "mdns": False,
             "state_dir": str(self.root / name),
             **({"redis_url": self.redis.url} if self.redis is not None else {}),
+            # The venue's printers are set up here: jobs may name one before its agent's
+            # first heartbeat (docs/config.md, known_printers).
+            "known_printers": list(self.printer_ids),
             **self.extra_coordinator_config,
             "tokens": tokens,
         }

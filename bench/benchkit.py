@@ -139,8 +139,10 @@ def write_coordinator_config(path: Path, printers: Sequence[str], state_dir: Pat
         ("bench-ops", "operator", OPERATOR_TOKEN, None),
     ]
     entries += [(f"agent-{p}", "agent", agent_token(p), p) for p in printers]
+    # known_printers: the accept benchmarks submit to printers no agent runs for.
     lines = [f'venue = "{VENUE}"', f"high_water_mark = {HIGH_WATER_MARK}",
-             f"state_dir = {json.dumps(str(state_dir))}", ""]  # fmt: skip
+             f"state_dir = {json.dumps(str(state_dir))}",
+             f"known_printers = {json.dumps(list(printers))}", ""]  # fmt: skip
     for name, role, token, printer_id in entries:
         lines += ["[[tokens]]", f'name = "{name}"', f'role = "{role}"',
                   f'sha256 = "{token_digest(token)}"']  # fmt: skip

@@ -24,6 +24,10 @@ METRICS_TOKEN = "metrics-token-for-tests"
 TEST_PRINTERS = ("printer-a", "printer-b", "printer-c")
 # More agents with tokens, for the few tests that run a printer per speed or model.
 MORE_TEST_PRINTERS = ("printer-d", "printer-e")
+# Pre-registered (the coordinator's known_printers): tests submit to them before any
+# heartbeat, as a venue that lists its printers in the config may. A job naming any
+# other printer no agent has reported is refused (unknown_printer).
+KNOWN_TEST_PRINTERS = [*TEST_PRINTERS, *MORE_TEST_PRINTERS]
 
 
 def agent_token(printer_id: str) -> str:
@@ -72,6 +76,7 @@ def settings(redis_server: EmbeddedRedis, tmp_path: Path) -> CoordinatorSettings
         redis_url=redis_server.url,
         state_dir=tmp_path / "state",
         tokens=test_tokens(),
+        known_printers=KNOWN_TEST_PRINTERS,
         lease_scan_interval_s=0.1,
         retry_backoff_unit_s=0.01,
         mdns=False,  # the mDNS tests start their own adverts and browsers

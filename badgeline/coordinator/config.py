@@ -124,6 +124,16 @@ class CoordinatorSettings(BaseModel):
         default_factory=dict, description="pool name -> printer ids; `auto` uses pool default"
     )
 
+    # A job naming a printer no agent has reported and nothing here names is refused
+    # (422 unknown_printer): a typo (`printer-0l`) would otherwise wait for ever.
+    known_printers: list[Annotated[str, Field(pattern=PRINTER_ID_PATTERN)]] = Field(
+        default_factory=list,
+        description="printers jobs may name before their agent's first heartbeat",
+    )
+    accept_unknown_printers: bool = Field(
+        default=False, description="accept jobs for any well-shaped printer id, reported or not"
+    )
+
     artifact_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     artifact_ttl_s: int = Field(default=24 * 3600, ge=60)
     max_body_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
@@ -269,6 +279,15 @@ class CoordinatorSettings(BaseModel):
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("set both tls_cert_file and tls_key_file, or neither")
         return self
+
+    def names_printer(self, printer_id: str) -> bool:
+        """Whether the config itself names this printer (known_printers or a pool), so
+        that jobs may name it before its agent has reported."""
+        return (
+            self.accept_unknown_printers
+            or printer_id in self.known_printers
+            or any(printer_id in members for members in self.pools.values())
+        )
 
     def mdns_interface_list(self) -> list[str] | None:
         """mDNS on the address we serve on: loopback-only coordinators stay loopback-only."""

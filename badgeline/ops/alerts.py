@@ -38,7 +38,7 @@ def render(answer: Any, args: argparse.Namespace) -> str:
     return "\n\n".join([
         table(["SEVERITY", "KIND", "PRINTER", "MESSAGE"], active) if active else "no active alerts",
         section("recent events:",
-                table(["AT (UTC)", "EVENT", "PRINTER", "WAS"], events) if events else ""),
+                table(["AT-UTC", "EVENT", "PRINTER", "WAS"], events) if events else ""),
     ])  # fmt: skip
 
 
@@ -48,4 +48,4 @@ def verdict(answer: Any, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return execute(args, fetch, render, verdict)
+    return execute(args, fetch, render, verdict, flags={"stall_after_s": "--stall-after"})

@@ -8,7 +8,8 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8420"
@@ -33,17 +34,34 @@ class OpsError(Exception):
         self.exit_code = exit_code
 
 
-def _describe_refusal(error: urllib.error.HTTPError) -> str:
+def _named(loc: list[Any], flags: Mapping[str, str]) -> str:
+    """A field of the API as the person typed it: `for_s` is `--for`."""
+    path = ".".join(str(part) for part in loc)
+    if not loc:
+        return "(the request)"
+    return flags.get(path) or flags.get(str(loc[0])) or path
+
+
+def _describe_refusal(error: urllib.error.HTTPError, flags: Mapping[str, str]) -> str:
     raw = error.read()
     try:
-        detail = json.loads(raw)["error"]
+        body = json.loads(raw)
+        detail = body["error"]
         code, message = detail["code"], detail["message"]
-        # What each bad field got wrong ("for_s: Input should be greater than 0").
-        fields = "; ".join(f"{'.'.join(str(part) for part in field['loc'])}: {field['msg']}"
+        # What each bad field got wrong, named by its flag ("--for: Input should be
+        # greater than 0"): the API's own message names the API's fields.
+        fields = "; ".join(f"{_named(field['loc'], flags)}: {field['msg']}"
                            for field in detail.get("fields") or [])  # fmt: skip
-    except (ValueError, KeyError, TypeError):
+        reason = body.get("reason") if code == "badge_rejected" else None
+    except (ValueError, KeyError, TypeError, AttributeError):
         code, message, fields = error.reason, raw.decode("utf-8", "replace").strip()[:200], ""
-    line = f"{error.code} {code}: {message}" + (f" ({fields})" if fields else "")
+        reason = None
+    if code == "validation_failed" and fields:
+        line = f"{error.code} {code}: {fields}"
+    else:
+        line = f"{error.code} {code}: {message}" + (f" ({fields})" if fields else "")
+    if reason:
+        line += f" (reason: {reason})"
     hint = _HINTS.get(error.code)
     return f"{line} ({hint})" if hint else line
 
@@ -53,6 +71,8 @@ class OpsClient:
     url: str
     token: str | None
     timeout_s: float = 10.0
+    # The command's flags by the API field they fill, to name them in a refusal.
+    flags: Mapping[str, str] = field(default_factory=dict)
 
     def get(self, path: str, **query: Any) -> Any:
         given = {name: value for name, value in query.items() if value is not None}
@@ -61,16 +81,19 @@ class OpsClient:
         return self._call("GET", path, None)
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        return self._call("POST", path, body if body is not None else {})
+        body = body if body is not None else {}
+        return self._call("POST", path, json.dumps(body).encode("utf-8"), "application/json")
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+    def put(self, path: str, data: bytes, content_type: str) -> Any:
+        return self._call("PUT", path, data, content_type)
+
+    def _call(self, method: str, path: str, data: bytes | None,
+              content_type: str | None = None) -> Any:  # fmt: skip
         headers = {"Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode("utf-8")
-            headers["Content-Type"] = "application/json"
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         request = urllib.request.Request(
             self.url.rstrip("/") + path, data=data, method=method, headers=headers
         )
@@ -78,7 +101,7 @@ class OpsClient:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as error:
-            raise OpsError(_describe_refusal(error)) from None
+            raise OpsError(_describe_refusal(error, self.flags)) from None
         except urllib.error.URLError as error:
             reason = getattr(error.reason, "strerror", None) or str(error.reason)
             raise OpsError(self._unreachable(reason.lower()), EXIT_UNREACHABLE) from None

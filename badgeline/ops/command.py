@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from badgeline.ops.client import DEFAULT_URL, EXIT_USAGE, OpsClient, OpsError
@@ -20,7 +21,9 @@ Render = Callable[[Any, argparse.Namespace], str]
 Verdict = Callable[[Any, argparse.Namespace], int]
 
 
-def add_common_options(parser: argparse.ArgumentParser) -> None:
+def add_common_options(parser: argparse.ArgumentParser, timeout_help: str | None = None) -> None:
+    """--url, --token, --json, --timeout; `timeout_help` for a command whose --timeout
+    means more than one answer's wait (its default is then None: the command decides)."""
     parser.add_argument(
         "--url",
         default=os.environ.get("BADGELINE_URL", DEFAULT_URL),
@@ -32,13 +35,17 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         help="an operator token (default: $BADGELINE_TOKEN)",
     )
     parser.add_argument("--json", action="store_true", help="print the API's JSON answer")
-    parser.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="S",
-                        help="seconds to wait for an answer (default: %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--timeout", type=positive_seconds, metavar="S", default=None if timeout_help else 10.0,
+        help=timeout_help or "seconds to wait for an answer (default: 10)",
+    )  # fmt: skip
 
 
-def execute(args: argparse.Namespace, call: Call, render: Render,
-            verdict: Verdict | None = None) -> int:  # fmt: skip
-    client = OpsClient(args.url, args.token, args.timeout)
+def execute(args: argparse.Namespace, call: Call, render: Render, verdict: Verdict | None = None,
+            flags: Mapping[str, str] | None = None) -> int:  # fmt: skip
+    """Call, print, exit status. `flags` names the command's flags by the API field each
+    fills, so that a refusal names what the person typed (`--for`, not `for_s`)."""
+    client = OpsClient(args.url, args.token, args.timeout, flags or {})
     try:
         answer = call(client, args)
     except OpsError as error:
@@ -60,6 +67,60 @@ def positive_seconds(value: str) -> float:
     if not seconds > 0:
         raise argparse.ArgumentTypeError(f"{value!r}: give a number of seconds above 0")
     return seconds
+
+
+_JOB_ID = re.compile(r"job_[0-9a-f]{16}")
+_DURATION = re.compile(r"(?:\d+(?:\.\d+)?[hms])+")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([hms])")
+_UNIT_S = {"h": 3600, "m": 60, "s": 1}
+
+
+def duration(value: str) -> float:
+    """An argparse type: 30s, 10m, 2h, 1h30m, or plain seconds (90), as seconds."""
+    text = value.strip().lower()
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        seconds = float(text)
+    elif _DURATION.fullmatch(text):
+        seconds = sum(float(n) * _UNIT_S[unit] for n, unit in _DURATION_PART.findall(text))
+    else:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a duration: give e.g. 30s, 10m, 2h or 1h30m"
+        )
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: give a duration above 0 (30s, 10m, 2h)")
+    return seconds
+
+
+def duration_text(seconds: float) -> str:
+    """Seconds as `duration` reads them back: 45s, 10m, 1h30m."""
+    whole = round(seconds)
+    if whole != seconds or whole < 60:
+        return f"{seconds:g}s"
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(hours, "h"), (minutes, "m"), (secs, "s")]
+    return "".join(f"{n}{unit}" for n, unit in parts if n)
+
+
+def bounded_text(limit: int) -> Callable[[str], str]:
+    """An argparse type for a reason or a note: 1 to `limit` characters, trimmed."""
+
+    def check(value: str) -> str:
+        text = value.strip()
+        if not text:
+            raise argparse.ArgumentTypeError("give a few words, not an empty text")
+        if len(text) > limit:
+            raise argparse.ArgumentTypeError(f"{len(text)} characters; say it in at most {limit}")
+        return text
+
+    return check
+
+
+def job_id(value: str) -> str:
+    """An argparse type: a job id as the coordinator mints them."""
+    if not _JOB_ID.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a job id (job_ and 16 hex digits)")
+    return value
 
 
 def printer_id(value: str) -> str:

@@ -30,7 +30,7 @@ def render(answer: Any, args: argparse.Namespace) -> str:
     if args.action == "list":
         rows = [[d["job_id"], d["printer_id"], clock(d["dead_lettered_at"]), d["reason"]]
                 for d in answer["dead_letters"]]  # fmt: skip
-        return table(["JOB", "PRINTER", "AT (UTC)", "REASON"], rows) if rows else "no dead letters"
+        return table(["JOB", "PRINTER", "AT-UTC", "REASON"], rows) if rows else "no dead letters"
     rows = [[r["job_id"], r["outcome"], r["detail"]] for r in answer["results"]]
     return table(["JOB", "OUTCOME", "DETAIL"], rows) if rows else "nothing to redrive"
 
@@ -49,4 +49,4 @@ def verdict(answer: Any, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return execute(args, fetch, render, verdict)
+    return execute(args, fetch, render, verdict, flags={"ids": "JOB"})

@@ -53,7 +53,7 @@ def render_decisions(decisions: list[dict[str, Any]]) -> str:
     ]  # fmt: skip
     if not rows:
         return "no failover decisions"
-    headers = ["DECISION", "PRINTER", "AT (UTC)", "MOVED", "PARKED", "TO", "IN-FLIGHT", "REASON"]
+    headers = ["DECISION", "PRINTER", "AT-UTC", "MOVED", "PARKED", "TO", "IN-FLIGHT", "REASON"]
     return table(headers, rows)
 
 
@@ -65,4 +65,4 @@ def render(answer: Any, args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    return execute(args, fetch, render)
+    return execute(args, fetch, render, flags={"limit": "--limit"})

@@ -25,7 +25,7 @@ def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
 
 def render_history(history: list[dict[str, Any]]) -> str:
     rows = [[clock(h["at"]), h["from"], h["to"], h["actor"], h["reason"]] for h in history]
-    return table(["AT (UTC)", "FROM", "TO", "ACTOR", "REASON"], rows)
+    return table(["AT-UTC", "FROM", "TO", "ACTOR", "REASON"], rows)
 
 
 def render(answer: Any, args: argparse.Namespace) -> str:

@@ -34,4 +34,4 @@ def render(answer: Any, args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    return execute(args, fetch, render)
+    return execute(args, fetch, render, flags={"attendee_id": "--attendee"})

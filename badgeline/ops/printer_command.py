@@ -1,5 +1,5 @@
-"""What `pause`, `resume` and `drain` share: one printer named on the command line
-(refused unless the coordinator knows it, or --force), one POST to
+"""What `pause`, `resume`, `drain`, `reject` and `accept` share: one printer named on
+the command line (refused unless the coordinator knows it, or --force), one POST to
 `/v1/printers/{printer}/{action}`, and the answer as --json or a table.
 
 Each command's module says what it adds: its options, the body it sends and how
@@ -9,8 +9,8 @@ it renders the answer.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from badgeline.ops.client import OpsClient
@@ -39,12 +39,14 @@ def _no_others(args: argparse.Namespace) -> Sequence[str]:
 
 @dataclass(frozen=True)
 class PrinterCommand:
-    action: str  # the verb of the CLI and the API: pause, resume, drain
+    action: str  # the verb of the CLI and the API: pause, resume, drain, reject, accept
     render: Render
     options: Callable[[argparse.ArgumentParser], None] = _no_options
     body: Callable[[argparse.Namespace], dict[str, Any]] = _no_body
     # other printers the command names, checked as the printer is
     others: Callable[[argparse.Namespace], Sequence[str]] = _no_others
+    # the API's fields by the flag that fills them, for refusals (`for_s` is `--for`)
+    flags: Mapping[str, str] = field(default_factory=dict)
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         add_common_options(parser)
@@ -57,7 +59,7 @@ class PrinterCommand:
         return client.post(f"/v1/printers/{args.printer}/{self.action}", self.body(args))
 
     def run(self, args: argparse.Namespace) -> int:
-        return execute(args, self.fetch, self.render)
+        return execute(args, self.fetch, self.render, flags=self.flags)
 
 
 def render_printer(answer: Any, args: argparse.Namespace) -> str:

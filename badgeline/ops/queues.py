@@ -26,19 +26,19 @@ def render(answer: Any, args: argparse.Namespace) -> str:
     queues = answer["queues"]
     if not queues:
         return "no printers have reported yet"
+    # LOAD: a bar of each depth against the deepest queue's (empty: `-`).
     widest = max(q["queue_depth"] for q in queues) or 1
     rows = [
         [q["printer_id"], q["queue_depth"], "#" * round(20 * q["queue_depth"] / widest),
-         q["state"], q["paused"], seconds(q["head_wait_s"]),
+         q["state"], q["paused"], not q["rejecting"], seconds(q["head_wait_s"]),
          " ".join(flag.upper() for flag in q["flags"]) or "ok"]
         for q in queues
     ]  # fmt: skip
     footer = (f"high-water mark {answer['high_water_mark']}; skewed = at least "
               f"{answer['skew_margin']} more than a healthy peer")  # fmt: skip
-    return table(["PRINTER", "DEPTH", "", "STATE", "PAUSED", "HEAD-WAIT", "FLAGS"], rows) + (
-        "\n" + footer
-    )
+    headers = ["PRINTER", "DEPTH", "LOAD", "STATE", "PAUSED", "ACCEPTING", "HEAD-WAIT", "FLAGS"]
+    return table(headers, rows) + "\n\n" + footer
 
 
 def run(args: argparse.Namespace) -> int:
-    return execute(args, fetch, render)
+    return execute(args, fetch, render, flags={"stall_after_s": "--stall-after"})

@@ -65,4 +65,4 @@ def verdict(answer: Any, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return execute(args, fetch, render, verdict)
+    return execute(args, fetch, render, verdict, flags={"deadline_s": "--deadline"})

@@ -16,6 +16,10 @@ from badgeline.ops.command import (
 )
 from badgeline.ops.job import render as render_job
 
+# The API's fields by the flag that fills them: a refusal names what was typed.
+FLAGS = {"reason": "--reason", "printer_target": "--target", "priority": "--priority",
+         "request_id": "--request-id"}  # fmt: skip
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser)
@@ -66,4 +70,4 @@ def render(answer: Any, args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    return execute(args, fetch, render)
+    return execute(args, fetch, render, flags=FLAGS)

@@ -41,4 +41,4 @@ def render(answer: Any, args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    return execute(args, fetch, render)
+    return execute(args, fetch, render, flags={"by": "--by"})

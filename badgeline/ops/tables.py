@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+_SPACE = re.compile(r"\s+")
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Columns padded to their widest cell; `-` for a missing value."""
-    cells = [[cell(value) for value in row] for row in rows]
+    """Columns padded to their widest cell, each under its header; `-` for a missing
+    value. Every header is one word and every cell but the last column's one word (a
+    space inside becomes `_`), so a row splits into as many fields as there are headers
+    (`awk`, `cut`, a reader's eye); the last column may be a phrase (a reason)."""
+    for header in headers:
+        if not header or _SPACE.search(header):
+            raise ValueError(f"a table header is one word, not {header!r}")
+    cells = [[_one_word(cell(value)) for value in row[:-1]] + [cell(row[-1])] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
@@ -17,6 +26,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
     )
+
+
+def _one_word(text: str) -> str:
+    return _SPACE.sub("_", text.strip())
 
 
 def cell(value: Any) -> str:

@@ -33,6 +33,10 @@ class ErrorCode(StrEnum):
     ENROLMENT_CODE_INVALID = "enrolment_code_invalid"
     ENROLMENT_CODE_USED = "enrolment_code_used"
     ENROLMENT_CODE_EXPIRED = "enrolment_code_expired"
+    UNKNOWN_PRINTER = "unknown_printer"
+    PRINTER_REJECTING = "printer_rejecting"
+    NOT_MOVABLE = "not_movable"
+    TARGET_UNAVAILABLE = "target_unavailable"
 
 
 HTTP_STATUS: dict[ErrorCode, int] = {
@@ -58,6 +62,10 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.ENROLMENT_CODE_INVALID: 403,
     ErrorCode.ENROLMENT_CODE_USED: 410,
     ErrorCode.ENROLMENT_CODE_EXPIRED: 410,
+    ErrorCode.UNKNOWN_PRINTER: 422,
+    ErrorCode.PRINTER_REJECTING: 409,
+    ErrorCode.NOT_MOVABLE: 409,
+    ErrorCode.TARGET_UNAVAILABLE: 409,
 }
 
 

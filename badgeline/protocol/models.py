@@ -32,6 +32,7 @@ from badgeline.protocol.failures import FailureReason
 from badgeline.protocol.ids import (
     JOB_ID_PATTERN,
     PRINTER_ID_PATTERN,
+    PRINTER_TARGET_PATTERN,
 )
 from badgeline.protocol.job import PDF_REF_SCHEMES, PrintJob
 from badgeline.protocol.states import JobState
@@ -109,6 +110,26 @@ class CancelResult(ResponseModel):
 # --------------------------------------------------------------------------- ops
 
 
+class MoveRequest(StrictModel):
+    printer_target: str = Field(
+        pattern=PRINTER_TARGET_PATTERN, max_length=40,
+        description="a printer id, pool:<name> or auto, as a job's target",
+    )  # fmt: skip
+
+
+class MoveResult(ResponseModel):
+    job_id: str
+    state: JobState
+    printer_id: str = Field(description="the printer the job waits for now")
+    moved_from: str = Field(description="the printer it waited for before")
+    moved: bool = Field(description="false: it was on that printer already; nothing changed")
+
+
+class CanceledJobs(ResponseModel):
+    printer_id: str
+    canceled: list[str] = Field(description="the jobs canceled, in print order")
+
+
 class RedriveRequest(StrictModel):
     ids: list[JobId] | None = Field(default=None, max_length=1000)
 
@@ -163,6 +184,7 @@ __all__ = [
     "AckRequest",
     "AckResponse",
     "CancelResult",
+    "CanceledJobs",
     "DeadLetter",
     "DeadLetterList",
     "ErrorBody",
@@ -176,6 +198,8 @@ __all__ = [
     "JobView",
     "LeaseResponse",
     "LeasedJob",
+    "MoveRequest",
+    "MoveResult",
     "PrintJob",
     "PrinterHealthReport",
     "PrinterId",

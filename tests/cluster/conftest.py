@@ -13,7 +13,7 @@ from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.store.connection import connected
 from tests.cluster.servers import LocalCluster
-from tests.conftest import test_tokens
+from tests.conftest import KNOWN_TEST_PRINTERS, test_tokens
 
 MakeVenue = Callable[..., Awaitable[TestClient[Any, Any]]]
 
@@ -41,8 +41,9 @@ def venues(cluster: LocalCluster) -> tuple[str, str]:
 def cluster_settings(cluster: LocalCluster, venue: str, tmp_path: Path) -> CoordinatorSettings:
     return CoordinatorSettings(
         venue=venue, redis_mode="cluster", redis_url=cluster.url, state_dir=tmp_path / venue,
-        tokens=test_tokens(), lease_scan_interval_s=0.1, retry_backoff_unit_s=0.01,
-        heartbeat_interval_s=30.0, ack_grace_s=1.0, monitor_interval_s=0.05, mdns=False,
+        tokens=test_tokens(), known_printers=KNOWN_TEST_PRINTERS, lease_scan_interval_s=0.1,
+        retry_backoff_unit_s=0.01, heartbeat_interval_s=30.0, ack_grace_s=1.0,
+        monitor_interval_s=0.05, mdns=False,
     )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from badgeline.coordinator.config import ConfigError, CoordinatorSettings
 from badgeline.coordinator.store.connection import connected
 from badgeline.coordinator.store.keys import VenueKeys
 from tests.cluster.servers import LocalSentinel
+from tests.conftest import KNOWN_TEST_PRINTERS
 from tests.conftest import test_tokens as configured_tokens
 from tests.coordinator import flows
 from tests.helpers import job_body, wait_for
@@ -68,7 +69,7 @@ async def test_the_coordinator_keeps_accepting_through_a_sentinel_failover(
     settings = CoordinatorSettings(
         venue="sentinel-hall", redis_mode="sentinel", redis_sentinels=[sentinel.address],
         redis_sentinel_master=LocalSentinel.MASTER_NAME, state_dir=tmp_path / "state",
-        tokens=configured_tokens(), mdns=False,
+        tokens=configured_tokens(), known_printers=KNOWN_TEST_PRINTERS, mdns=False,
         # the master's login: redis_url names the master, the sentinels say where it is
         redis_url=f"redis://:{sentinel.password}@{LocalSentinel.MASTER_NAME}/0",
     )  # fmt: skip

@@ -34,7 +34,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _write_config(path: Path) -> None:
-    lines = ['venue = "durable"', "high_water_mark = 100000", 'log_level = "WARNING"']
+    lines = [
+        'venue = "durable"',
+        "high_water_mark = 100000",
+        'log_level = "WARNING"',
+        f"known_printers = {json.dumps(shared.KNOWN_TEST_PRINTERS)}",
+    ]
     for entry in shared.test_tokens():
         lines.append("[[tokens]]")
         fields = entry.model_dump(exclude_none=True)

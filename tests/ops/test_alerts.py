@@ -38,7 +38,7 @@ async def test_paper_low_raises_one_event_per_change(
     printers = (await venue.ops("GET", "/v1/printers"))["printers"]
     assert printers[0]["health"]["paper"] == "low"
     printers_cli = await venue.cli_ok("printers")
-    assert "paper low" in printers_cli.line("printer-a")
+    assert "paper-low" in printers_cli.line("printer-a")
 
     # WHEN a new roll goes in
     await agent.heartbeat(paper="ok")

@@ -185,6 +185,13 @@ class Venue:
         return result
 
 
+async def alive(venue: Venue, printer_id: str, *, printing: bool = False) -> PlayedAgent:
+    """The printer's agent, heard from once already and heartbeating from now on."""
+    agent = venue.agent(printer_id)
+    await agent.heartbeat()
+    return agent.come_alive(printing=printing)
+
+
 async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
     runner = web.AppRunner(app)
     await runner.setup()

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 from badgeline.coordinator.store.embedded import free_port
-from tests.conftest import test_tokens
+from tests.conftest import KNOWN_TEST_PRINTERS, test_tokens
 from tests.coordinator.conftest import client, make_client  # noqa: F401 (the same fixtures)
 
 # No example database (it would write .hypothesis/ into the checkout) and no
@@ -56,6 +56,8 @@ def _toml_value(value: Any) -> str:
 
 
 def write_config(path: Path, settings: dict[str, Any]) -> Path:
+    # The tests' printers are pre-registered: cases submit to them before any heartbeat.
+    settings = {"known_printers": KNOWN_TEST_PRINTERS, **settings}
     lines = [f"{key} = {_toml_value(value)}" for key, value in settings.items()]
     for entry in test_tokens():
         lines.append("[[tokens]]")

@@ -44,7 +44,7 @@ from tests.security.fuzz import FuzzReport, FuzzTarget, check_answer
 # A submitted job goes to a printer whose agent token the fuzzer has (mostly), so
 # that its lease, start and ack can follow.
 _VALID_TARGET = re.compile(r"^(printer-[a-z0-9]{1,16}|pool:[a-z0-9][a-z0-9-]{0,31}|auto)$")
-_PAUSES = ("/pause", "/drain")
+_PAUSES = ("/pause", "/drain", "/reject")
 # Who works the kiosk routes through one sequence: a kiosk sees only its own jobs
 # (another's is 404, as an unknown one), so a job one desk submits is followed up
 # by that desk, or by an operator, who sees every job.
@@ -147,8 +147,8 @@ def _machine(target: FuzzTarget, session: requests.Session, document: dict[str, 
             _check(case, response, target, self.recorder)
 
         def teardown(self) -> None:
-            # A printer paused or drained here takes no leases in the next sequences:
-            # every sequence starts with all three leasing.
+            # A printer paused, drained or rejecting here takes no leases (or no jobs)
+            # in the next sequences: every sequence starts with all three taking both.
             if self.paused:
                 ready_printers(target.base_url, session, target.report)
 
@@ -156,18 +156,22 @@ def _machine(target: FuzzTarget, session: requests.Session, document: dict[str, 
 
 
 def ready_printers(base_url: str, session: requests.Session, report: FuzzReport) -> None:
-    """Resume the test printers and report them healthy: single-call cases (heartbeats
-    saying jammed or unreachable, pauses for a week) leave them taking no leases.
-    An answer other than 200 is a failure of the run (these calls are well formed)."""
+    """Resume the test printers, have them accept jobs and report them healthy:
+    single-call cases (heartbeats saying jammed or unreachable, pauses for a week, a
+    reject) leave them taking no leases or no jobs. An answer other than 200 is a
+    failure of the run (these calls are well formed)."""
+    operator = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
     for printer in TEST_PRINTERS:
         resume = session.post(f"{base_url}/v1/printers/{printer}/resume", timeout=30,
-                              headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"})  # fmt: skip
+                              headers=operator)  # fmt: skip
+        accept = session.post(f"{base_url}/v1/printers/{printer}/accept", timeout=30,
+                              headers=operator)  # fmt: skip
         beat = session.post(
             f"{base_url}/v1/agents/{printer}/heartbeat", timeout=30,
             headers={"Authorization": f"Bearer {agent_token(printer)}"},
             json={"agent_id": f"fuzz-{printer}", "version": "fuzz", "health": {"reachable": True}},
         )  # fmt: skip
-        for answer in (resume, beat):
+        for answer in (resume, accept, beat):
             if answer.status_code != 200:
                 report.failures.append(f"readying {printer}: {answer.url} answered "
                                        f"{answer.status_code} {answer.text:.300}")  # fmt: skip

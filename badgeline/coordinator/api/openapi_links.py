@@ -58,6 +58,8 @@ _SUBMITTED = {
     "LeaseFromItsPrinter": _link("post", LEASE, {"printer_id": "$response.body#/printer_id"}),
     "PeekItsQueue": _link("get", "/v1/queues/{printer_id}",
                           {"printer_id": "$response.body#/printer_id"}),
+    # An operator moving it to another printer before it starts.
+    "MoveJob": _link("post", JOB + "/move", {"job_id": "$response.body#/job_id"}),
 }  # fmt: skip
 
 _REPRINTED = {
@@ -73,6 +75,7 @@ LINKS: Final[dict[Route, dict[int, dict[str, Link]]]] = {
     ("get", JOB): {200: _job_links("$request.path.job_id")},
     ("post", JOB + "/cancel"): {200: _job_links("$response.body#/job_id")},
     ("post", JOB + "/reprint"): {201: _REPRINTED, 200: _REPRINTED},
+    ("post", JOB + "/move"): {200: _job_links("$response.body#/job_id")},
     # An agent's lease → start → ack, under the lease it was given.
     ("post", LEASE): {200: {
         "StartLeasedJob": _link("post", START,
@@ -110,6 +113,12 @@ LINKS: Final[dict[Route, dict[int, dict[str, Link]]]] = {
         "Resume": _link("post", "/v1/printers/{printer_id}/resume", {"printer_id": SAME_PRINTER}),
         "Drain": _link("post", "/v1/printers/{printer_id}/drain", {"printer_id": SAME_PRINTER}),
         "LeaseWhilePaused": _link("post", LEASE, {"printer_id": SAME_PRINTER}),
+        "Reject": _link("post", "/v1/printers/{printer_id}/reject", {"printer_id": SAME_PRINTER}),
+    }},
+    ("post", "/v1/printers/{printer_id}/reject"): {200: {
+        "Accept": _link("post", "/v1/printers/{printer_id}/accept", {"printer_id": SAME_PRINTER}),
+        "CancelItsQueue": _link("post", "/v1/queues/{printer_id}/cancel",
+                                {"printer_id": SAME_PRINTER}),
     }},
     ("get", "/v1/dead-letters"): {200: {
         "GetDeadJob": _link("get", JOB, {"job_id": "$response.body#/dead_letters/0/job_id"}),

@@ -1,4 +1,5 @@
-"""Operator routes of the core: dead letters, redrive and queue peeks."""
+"""Operator routes of the core: dead letters, redrive, queue peeks, and the jobs
+waiting in a queue: move one, cancel a printer's."""
 
 from __future__ import annotations
 
@@ -6,17 +7,27 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.api.context import authenticate
-from badgeline.coordinator.api.http import json_response, query_model, read_model
+from badgeline.coordinator.api.http import (
+    correlation_id,
+    job_id_param,
+    json_response,
+    query_model,
+    read_model,
+)
 from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id
 from badgeline.protocol.models import (
+    CanceledJobs,
     DeadLetter,
     DeadLetterList,
+    MoveRequest,
+    MoveResult,
     RedriveOutcome,
     RedriveRequest,
     RedriveResponse,
 )
+from badgeline.protocol.states import JobState
 
 routes = web.RouteTableDef()
 
@@ -70,12 +81,17 @@ async def redrive(request: web.Request) -> web.Response:
     return json_response(RedriveResponse(results=results))
 
 
-@routes.get("/v1/queues/{printer_id}")
-async def peek_queue(request: web.Request) -> web.Response:
-    coordinator, _ = authenticate(request, "operator")
+def _printer_id(request: web.Request) -> str:
     printer_id = request.match_info["printer_id"]
     if not is_printer_id(printer_id):
         raise BadgelineError(ErrorCode.NOT_FOUND, f"{printer_id!r} is not a printer id")
+    return printer_id
+
+
+@routes.get("/v1/queues/{printer_id}")
+async def peek_queue(request: web.Request) -> web.Response:
+    coordinator, _ = authenticate(request, "operator")
+    printer_id = _printer_id(request)
     query = query_model(request, PeekQuery)
     job_ids = await coordinator.store.jobs.peek_queue(printer_id, query.limit)
     jobs = [view for job_id in job_ids if (view := await coordinator.store.jobs.get(job_id))]
@@ -84,3 +100,44 @@ async def peek_queue(request: web.Request) -> web.Response:
         "depth": await coordinator.store.jobs.queue_depth(printer_id),
         "jobs": [j.model_dump(mode="json", by_alias=True, exclude={"history"}) for j in jobs],
     })  # fmt: skip
+
+
+@routes.post("/v1/queues/{printer_id}/cancel")
+async def cancel_queue(request: web.Request) -> web.Response:
+    """Cancel every job of the printer that no printer has started (queued, or leased
+    by its agent and not yet started); jobs accepted after the call are not touched."""
+    coordinator, identity = authenticate(request, "operator")
+    printer_id = _printer_id(request)
+    canceled = await coordinator.store.waiting.cancel_waiting(
+        printer_id, identity.actor, f"canceled by {identity.actor} with all of {printer_id}'s"
+        " waiting jobs",
+    )  # fmt: skip
+    for job_id, trace in canceled:
+        job_event("job_canceled", job_id=job_id, printer_id=printer_id,
+                  idempotency_key=trace.idempotency_key, correlation_id=trace.correlation_id,
+                  request_correlation_id=correlation_id(request), actor=identity.actor)  # fmt: skip
+    log_event("queue_canceled", printer_id=printer_id, canceled=len(canceled),
+              actor=identity.actor)  # fmt: skip
+    return json_response(CanceledJobs(printer_id=printer_id, canceled=[j for j, _ in canceled]))
+
+
+@routes.post("/v1/jobs/{job_id}/move")
+async def move_job(request: web.Request) -> web.Response:
+    """Move a job no printer has started to another printer or pool, keeping its id,
+    idempotency key and place in print order; its history records the move."""
+    coordinator, identity = authenticate(request, "operator")
+    job_id = job_id_param(request)
+    body = await read_model(request, MoveRequest)
+    route = coordinator.router.route(body.printer_target)
+    outcome = await coordinator.store.waiting.move(job_id, route, identity.actor)
+    view = await coordinator.store.jobs.get(job_id)
+    if outcome.moved and view is not None:
+        job_event("job_moved", job_id=job_id, printer_id=outcome.printer_id,
+                  idempotency_key=view.idempotency_key,
+                  correlation_id=await coordinator.store.jobs.correlation_id_of(job_id),
+                  moved_from=outcome.source, actor=identity.actor,
+                  request_correlation_id=correlation_id(request))  # fmt: skip
+    return json_response(MoveResult(
+        job_id=job_id, state=view.state if view is not None else JobState.QUEUED,
+        printer_id=outcome.printer_id, moved_from=outcome.source, moved=outcome.moved,
+    ))  # fmt: skip

@@ -19,9 +19,20 @@ from badgeline.protocol.ids import PRINTER_ID_PATTERN, is_printer_id
 routes = web.RouteTableDef()
 
 
+# What an operator says about a pause or a refusal, shown wherever the printer is:
+# a sentence, not a document.
+MAX_REASON_CHARS = 200
+
+
 class PauseRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=True)
     for_s: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
+    reason: str | None = Field(default=None, min_length=1, max_length=MAX_REASON_CHARS)
+
+
+class RejectRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, str_strip_whitespace=True)
+    reason: str | None = Field(default=None, min_length=1, max_length=MAX_REASON_CHARS)
 
 
 class DrainRequest(BaseModel):
@@ -66,8 +77,9 @@ async def pause(request: web.Request) -> web.Response:
     until = now_ms + int((body.for_s or UNTIL_RESUMED_S) * 1000)
     # A long-poll parked on this printer waits for the end of the pause it last saw;
     # a new, shorter pause wakes it to read the new end (pause_until does).
-    await coordinator.store.printers.pause_until(printer_id, until)
-    log_event("printer_paused", printer_id=printer_id, for_s=body.for_s, actor=identity.actor)
+    await coordinator.store.printers.pause_until(printer_id, until, body.reason or "")
+    log_event("printer_paused", printer_id=printer_id, for_s=body.for_s, reason=body.reason,
+              actor=identity.actor)  # fmt: skip
     return json_response(await _summary(coordinator, printer_id, now_ms))
 
 
@@ -81,6 +93,30 @@ async def resume(request: web.Request) -> web.Response:
     return json_response(await _summary(coordinator, printer_id, now_ms))
 
 
+@routes.post("/v1/printers/{printer_id}/reject")
+async def reject(request: web.Request) -> web.Response:
+    """Take no new jobs for the printer (as cupsreject): its queue keeps printing."""
+    coordinator, identity = authenticate(request, "operator")
+    printer_id = _printer_id(request)
+    body = await read_model(request, RejectRequest)
+    await coordinator.store.printers.set_rejecting(printer_id, True, body.reason or "")
+    log_event("printer_rejecting", printer_id=printer_id, reason=body.reason,
+              actor=identity.actor)  # fmt: skip
+    now_ms = await coordinator.store.printers.now_ms()
+    return json_response(await _summary(coordinator, printer_id, now_ms))
+
+
+@routes.post("/v1/printers/{printer_id}/accept")
+async def accept(request: web.Request) -> web.Response:
+    """Take new jobs for the printer again (as cupsaccept)."""
+    coordinator, identity = authenticate(request, "operator")
+    printer_id = _printer_id(request)
+    await coordinator.store.printers.set_rejecting(printer_id, False)
+    log_event("printer_accepting", printer_id=printer_id, actor=identity.actor)
+    now_ms = await coordinator.store.printers.now_ms()
+    return json_response(await _summary(coordinator, printer_id, now_ms))
+
+
 @routes.post("/v1/printers/{printer_id}/drain")
 async def drain(request: web.Request) -> web.Response:
     """Fail a printer over by hand: pause it, then move its waiting work."""
@@ -88,7 +124,9 @@ async def drain(request: web.Request) -> web.Response:
     printer_id = _printer_id(request)
     body = await read_model(request, DrainRequest)
     now_ms = await coordinator.store.printers.now_ms()
-    await coordinator.store.printers.pause_until(printer_id, now_ms + UNTIL_RESUMED_S * 1000)
+    await coordinator.store.printers.pause_until(
+        printer_id, now_ms + UNTIL_RESUMED_S * 1000, f"drained by {identity.actor}"
+    )
     decision = await coordinator.failover.execute(
         printer_id, mode="drain", reason=f"drained by {identity.actor}",
         targets=body.checked_targets(), actor=identity.actor,

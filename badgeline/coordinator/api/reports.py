@@ -29,8 +29,8 @@ async def list_queues(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "operator")
     query = query_model(request, QueuesQuery)
     rows = await queue_report(coordinator.store, coordinator.agent_browser, query.stall_after_s)
-    fields = ("printer_id", "queue_depth", "state", "paused", "in_flight", "head_wait_s",
-              "last_heartbeat_age_s", "flags")  # fmt: skip
+    fields = ("printer_id", "queue_depth", "state", "paused", "rejecting", "in_flight",
+              "head_wait_s", "last_heartbeat_age_s", "flags")  # fmt: skip
     return json_response({
         "high_water_mark": coordinator.settings.high_water_mark, "skew_margin": SKEW_MARGIN,
         "stall_after_s": query.stall_after_s,

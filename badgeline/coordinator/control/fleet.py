@@ -24,14 +24,18 @@ async def printer_summary(
 ) -> dict[str, Any]:
     record = await store.printers.record(printer_id)
     last, paused_until = record.last_heartbeat_ms, record.paused_until_ms
+    paused = paused_until > now_ms
     return {
         "printer_id": printer_id,
         "state": record.state,
         "health": record.health,
         "queue_depth": record.queue_depth,
         "in_flight": record.in_flight,
-        "paused": paused_until > now_ms,
-        "paused_until": paused_until / 1000 if paused_until > now_ms else None,
+        "paused": paused,
+        "paused_until": paused_until / 1000 if paused else None,
+        "paused_reason": (record.paused_reason or None) if paused else None,
+        "rejecting": record.rejecting,
+        "rejecting_reason": (record.rejecting_reason or None) if record.rejecting else None,
         "last_heartbeat_age_s": (now_ms - last) / 1000 if last is not None else None,
         "agent_id": record.agent_id,
         "version": record.version,
@@ -69,7 +73,7 @@ def _advertised(browser: AgentBrowser | None, printer_id: str) -> dict[str, obje
 
 
 def can_take_work(printer: dict[str, Any]) -> bool:
-    return printer["state"] == "healthy" and not printer["paused"]
+    return printer["state"] == "healthy" and not printer["paused"] and not printer["rejecting"]
 
 
 def _flags(row: dict[str, Any], peers: list[dict[str, Any]], settings: CoordinatorSettings,

@@ -24,7 +24,7 @@ class Router:
     def route(self, target: str) -> Route:
         pool = pool_of_target(target)
         if pool is None:
-            return Route(printer_id=target)
+            return Route(target, must_be_reported=not self.settings.names_printer(target))
         if pool in self.settings.pools:
             candidates, label = json.dumps(list(self.settings.pools[pool])), ""
         else:  # `default` (and `auto`) is every printer; another name is a label

@@ -31,6 +31,7 @@ from badgeline.coordinator.store.printers import PrinterRecords
 from badgeline.coordinator.store.reports import ReportQueries
 from badgeline.coordinator.store.script_loader import load_scripts
 from badgeline.coordinator.store.upgrade import DataFormat
+from badgeline.coordinator.store.waiting import WaitingJobs
 from badgeline.coordinator.store.wake_channel import WakeChannel
 
 STORE_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError)
@@ -43,6 +44,7 @@ class Store:
         self.keys = VenueKeys(settings.venue)
         parts = (redis, settings, self.keys, load_scripts(redis))
         self.jobs = JobRecords(*parts)
+        self.waiting = WaitingJobs(*parts)
         self.leases = LeaseRecords(*parts)
         self.printers = PrinterRecords(*parts)
         self.failovers = FailoverRecords(*parts)

@@ -50,6 +50,9 @@ class Route:
     label: str = ""  # the label a candidate must carry ('' for any)
     stale_ms: int = 0  # heartbeat age past which a printer takes no new routed work
     pool: str | None = None
+    # A named printer the config does not name must have reported (a heartbeat), else
+    # the job is refused as naming an unknown printer (a typo would wait for ever).
+    must_be_reported: bool = False
 
     def script_args(self) -> list[str | int]:
         return [self.candidates, self.label, self.stale_ms]
@@ -60,6 +63,25 @@ def no_printer_available(route: Route) -> BadgelineError:
         ErrorCode.NO_PRINTER_AVAILABLE,
         f"no healthy printer in pool {route.pool!r} right now; retry or name a printer",
         extra={"pool": route.pool},
+    )
+
+
+def unknown_printer(printer_id: str) -> BadgelineError:
+    return BadgelineError(
+        ErrorCode.UNKNOWN_PRINTER,
+        f"no agent has ever reported {printer_id} and the coordinator's config does not name "
+        "it (known_printers, pools): check the printer id, or pre-register the printer",
+        fields=[{"loc": ["printer_target"], "msg": f"unknown printer {printer_id}"}],
+        extra={"printer_id": printer_id},
+    )
+
+
+def printer_rejecting(printer_id: str) -> BadgelineError:
+    return BadgelineError(
+        ErrorCode.PRINTER_REJECTING,
+        f"printer {printer_id} is rejecting new jobs (an operator set it so; its queue still "
+        "prints): target another printer or a pool",
+        extra={"printer_id": printer_id},
     )
 
 
@@ -112,6 +134,7 @@ class JobRecords(Records):
                 correlation_id, actor, reprint_of or "", k.wake_channel,
                 spill_to if isinstance(spill_to, str) else json.dumps(spill_to),
                 *route.script_args(), owner.kiosk, owner.group,
+                "1" if route.must_be_reported else "",
             ],
         )  # fmt: skip
         code, found_id = int(reply[0]), text(reply[1])
@@ -124,6 +147,10 @@ class JobRecords(Records):
             )  # fmt: skip
         if code == -3:
             raise no_printer_available(route)
+        if code == -4:
+            raise unknown_printer(route.printer_id)
+        if code == -5:
+            raise printer_rejecting(route.printer_id)
         return AcceptOutcome(
             job_id=found_id, state=JobState(text(reply[2])), printer_id=text(reply[3]),
             position=int(reply[4]), duplicate=code == 2, shed=code == 3, owner=found_owner,

@@ -43,6 +43,9 @@ class PrinterRecord:
     version: str | None
     labels: list[str]
     confirmation: str | None  # how its badges are confirmed, as its agent reported
+    paused_reason: str  # what the operator said when pausing it ('' for nothing)
+    rejecting: bool  # takes no new jobs (an operator's `reject`); its queue still prints
+    rejecting_reason: str
 
 
 class PrinterRecords(Records):
@@ -98,13 +101,28 @@ class PrinterRecords(Records):
             version=raw.get("version"),
             labels=json.loads(raw.get("labels") or "[]"),
             confirmation=raw.get("confirmation"),
+            paused_reason=raw.get("paused_reason", ""),
+            rejecting=raw.get("rejecting") == "1",
+            rejecting_reason=raw.get("rejecting_reason", ""),
         )
 
-    async def pause_until(self, printer_id: str, until_ms: int) -> None:
-        """Hold dispatch to the printer until `until_ms` (Redis clock); 0 resumes it.
-        Wakes its parked long-polls: they wait for the end of the pause they last saw."""
-        await self._redis.hset(self.keys.printer(printer_id), "paused_until_ms", until_ms)
+    async def pause_until(self, printer_id: str, until_ms: int, reason: str = "") -> None:
+        """Hold dispatch to the printer until `until_ms` (Redis clock), for `reason`; 0
+        resumes it. Wakes its parked long-polls: they wait for the end of the pause
+        they last saw."""
+        await self._redis.hset(
+            self.keys.printer(printer_id),
+            mapping={"paused_until_ms": until_ms, "paused_reason": reason},
+        )
         await self.wake(printer_id)
+
+    async def set_rejecting(self, printer_id: str, rejecting: bool, reason: str = "") -> None:
+        """Refuse (or accept again) new jobs for the printer: submits naming it, routing,
+        spills, moves and failovers read the flag in their scripts (includes/common.lua)."""
+        await self._redis.hset(
+            self.keys.printer(printer_id),
+            mapping={"rejecting": "1" if rejecting else "0", "rejecting_reason": reason},
+        )
 
     async def wake(self, printer_id: str) -> None:
         """Wake the long-polls parked on this printer, on every replica."""

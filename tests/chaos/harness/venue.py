@@ -152,6 +152,8 @@ class ChaosVenue:
             "listen_port": replica.port,
             "state_dir": str(self.root / replica.name),
             "redis_url": self.redis.url,
+            # The venue's own printers: jobs may name one before its agent reports.
+            "known_printers": list(self.printers),
             **self.coordinator_settings,
             "tokens": tokens(self.kiosk_token, self.operator_token, self.printers.values()),
         }

@@ -20,6 +20,8 @@
 -- ARGV[15] heartbeat age (ms) past which a printer takes no new routed work
 -- ARGV[16] submitting kiosk token's name ('' when no kiosk submits it)
 -- ARGV[17] that kiosk's group ('' for none)
+-- ARGV[18] '1' when a named printer must have reported (a heartbeat) to be targeted:
+--   the config names it nowhere, so an id no agent ever sent is a typo
 -- Returns {code, job_id, state, printer_id, position}, and for codes 2 and -1
 --   also the existing job's {kiosk, kiosk_group, source} (nil where absent:
 --   a job accepted before submitters were recorded), for api/visibility.py to
@@ -27,7 +29,8 @@
 --   code 1 accepted (state queued, or parked when its printer is dead and no
 --   peer can take it), 2 duplicate (same payload), 3 shed (backpressure),
 --   -1 idempotency conflict (same key, other payload), -3 no fit printer for a
---   routed job (nothing written).
+--   routed job, -4 the named printer is unknown (ARGV[18]), -5 the named printer
+--   rejects new jobs (-3 to -5: nothing written).
 -- The job is counted into the reports (includes/tally.lua) in the same step.
 -- Routing here, not in a call before, means concurrent submits see each
 -- other's jobs: two calls let a burst of kiosks all pick the same printer.
@@ -50,6 +53,17 @@ if claimed then
   local rank = redis.call('ZRANK', queue_key(prefix, existing[2] or ''), existing_id)
   return {2, existing_id, existing[1] or '', existing[2] or '', rank or -1,
     existing[3], existing[4], existing[5]}
+end
+
+if printer_id ~= '' then
+  local named = redis.call('HMGET', printer_key(prefix, printer_id), 'last_heartbeat_ms',
+    'rejecting')
+  if ARGV[18] == '1' and not named[1] then
+    return {-4, '', '', printer_id, -1}
+  end
+  if named[2] == '1' then
+    return {-5, '', '', printer_id, -1}
+  end
 end
 
 local now = now_ms()

@@ -93,9 +93,15 @@ local function printing_key(prefix, printer_id)
   return prefix .. 'printing:' .. printer_id
 end
 
+-- A printer an operator set to reject new jobs (`badgeline reject`): it prints its
+-- queue and takes nothing more, whether routed, spilled, moved or failed over to it.
+local function rejecting(prefix, printer_id)
+  return redis.call('HGET', printer_key(prefix, printer_id), 'rejecting') == '1'
+end
+
 -- The printer for a job whose target is a pool or `auto`: the least loaded of the
--- healthy candidates with a fresh heartbeat, not paused, carrying `label` ('' for
--- any). Load is every job the printer holds: waiting in its queue, leased (fetched
+-- healthy candidates with a fresh heartbeat, not paused, not rejecting, carrying
+-- `label` ('' for any). Load is every job the printer holds: waiting in its queue, leased (fetched
 -- ahead by its agent, not started) and printing. Counting the leased ones keeps a
 -- burst even: an agent that has just prefetched is no emptier than the others. Ties go round the
 -- candidates by `turn` (the acceptance sequence): with every queue empty, as
@@ -109,9 +115,9 @@ local function route_target(prefix, candidates, label, stale_ms, now, turn)
   for i = 0, count - 1 do
     local printer_id = candidates[((turn + i) % count) + 1]
     local f = redis.call('HMGET', printer_key(prefix, printer_id), 'state', 'last_heartbeat_ms',
-      'paused_until_ms', 'labels')
+      'paused_until_ms', 'labels', 'rejecting')
     local fit = f[1] == 'healthy' and f[2]
-      and now - tonumber(f[2]) <= stale_ms and tonumber(f[3] or '0') <= now
+      and now - tonumber(f[2]) <= stale_ms and tonumber(f[3] or '0') <= now and f[5] ~= '1'
     if fit and label ~= '' then
       fit = false
       for _, carried in ipairs(cjson.decode(f[4] or '[]')) do
@@ -130,16 +136,17 @@ local function route_target(prefix, candidates, label, stale_ms, now, turn)
   return best
 end
 
--- The least-loaded candidate that is healthy, not paused and below the
--- high-water mark right now, for failover. Candidates come from the caller (pool
+-- The least-loaded candidate that is healthy, not paused, not rejecting and below
+-- the high-water mark right now, for failover. Candidates come from the caller (pool
 -- membership is config), but health and depth are re-read here, inside the atomic script.
 local function pick_target(prefix, candidates, high_water, now, exclude)
   local best, best_depth = nil, nil
   for _, printer_id in ipairs(candidates) do
     if printer_id ~= exclude then
-      local p = redis.call('HMGET', printer_key(prefix, printer_id), 'state', 'paused_until_ms')
+      local p = redis.call('HMGET', printer_key(prefix, printer_id), 'state', 'paused_until_ms',
+        'rejecting')
       local paused = tonumber(p[2] or '0') > now
-      if p[1] == 'healthy' and not paused then
+      if p[1] == 'healthy' and not paused and p[3] ~= '1' then
         local depth = redis.call('ZCARD', queue_key(prefix, printer_id))
         if depth < high_water and (best_depth == nil or depth < best_depth) then
           best, best_depth = printer_id, depth
