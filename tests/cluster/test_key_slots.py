@@ -92,19 +92,6 @@ async def _every_operation(client: Client) -> None:
     await flows.submit(client, printer_target="auto")  # routed by the route script
 
 
-async def _left_by_the_previous_release(redis: Redis, venue: str) -> None:
-    """A printed job as data format 1 kept it (store/upgrade.py), so that the
-    coordinator's start runs the upgrade script on it."""
-    keys = VenueKeys(venue)
-    await redis.set(keys.sequence, 1)
-    await redis.hset(keys.job("job_" + "0" * 16), mapping={
-        "job_id": "job_" + "0" * 16, "state": "printed", "printer_id": "printer-a",
-        "attendee_id": "att_0001", "badge_pdf_ref": "https://badges.example/a.pdf",
-        "printer_target": "printer-a", "priority": 100, "idempotency_key": "scan-format-1",
-        "created_ms": 1, "score": 100 * 2**32 + 1,
-    })  # fmt: skip
-
-
 async def test_every_script_keeps_to_its_venues_slot(
     redis: Redis, settings: CoordinatorSettings, aiohttp_client: Any, calls: list[Call]
 ) -> None:
@@ -119,7 +106,6 @@ async def test_every_script_keeps_to_its_venues_slot(
     for venue in venues:
         await restore_recorded_venue(redis, venue)
         venue_settings = settings.model_copy(update={"venue": venue, **tuned})
-        await _left_by_the_previous_release(redis, venue)
         client: Client = await aiohttp_client(create_app(venue_settings, redis))
         await _every_operation(client)
     every_script = set(load_scripts(redis))
