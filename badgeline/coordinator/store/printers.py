@@ -8,7 +8,7 @@ from typing import Any
 
 from badgeline.coordinator.store.records import Records, text
 from badgeline.protocol.models import HeartbeatRequest
-from badgeline.protocol.states import PrinterState
+from badgeline.protocol.states import PrinterLanguage, PrinterState
 
 # Alert events (paper low/out) kept per venue, newest first.
 ALERT_EVENTS_KEPT = 500
@@ -43,6 +43,7 @@ class PrinterRecord:
     version: str | None
     labels: list[str]
     confirmation: str | None  # how its badges are confirmed, as its agent reported
+    language: str  # the language it speaks (escpos when its agent does not say)
 
 
 class PrinterRecords(Records):
@@ -59,6 +60,7 @@ class PrinterRecords(Records):
                 json.dumps(beat.journal), json.dumps(beat.labels), verdict,
                 self.settings.fail_threshold, self.settings.recover_after_healthy,
                 str(beat.health.paper), ALERT_EVENTS_KEPT, str(beat.confirmation or ""),
+                str(beat.language or PrinterLanguage.ESCPOS),
             ],
         )  # fmt: skip
         return HeartbeatOutcome(
@@ -98,6 +100,7 @@ class PrinterRecords(Records):
             version=raw.get("version"),
             labels=json.loads(raw.get("labels") or "[]"),
             confirmation=raw.get("confirmation"),
+            language=raw.get("language") or str(PrinterLanguage.ESCPOS),
         )
 
     async def pause_until(self, printer_id: str, until_ms: int) -> None:
