@@ -245,7 +245,6 @@ class BadgePreparer:
 
         return badge_to_escpos(pdf, self.width_dots, footer_job_id, self.limits)
 
-
     def _render_label(self, pdf: bytes, layout: LabelLayout, footer_job_id: str | None) -> bytes:
         """The badge fitted to the label by the worker, encoded in the printer's language."""
         assert self.family is not None

@@ -88,7 +88,6 @@ class DiagnosticPrinter:
                   printer_ready=can_print(report))  # fmt: skip
         return report
 
-
     def _badge(self) -> bytes:
         if isinstance(self.family, EscposFamily):
             return diagnostic_badge_escpos(self.printer_id, self.width_dots)

@@ -223,7 +223,11 @@ def _render_page(
 
 
 def _render_until_deadline(
-    raw_page: Any, bitmap: Any, width_dots: int, height_dots: int, max_seconds: float,
+    raw_page: Any,
+    bitmap: Any,
+    width_dots: int,
+    height_dots: int,
+    max_seconds: float,
     rotate: int = 0,
 ) -> int:
     import pypdfium2.raw as pdfium_c

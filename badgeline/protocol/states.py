@@ -68,8 +68,7 @@ CONFIRMATION_GUARANTEES = {
     Confirmation.PROCESS_ID: "printed: the printer said the badge was out",
     Confirmation.HOST_STATUS: "printed: the Zebra's host status said no label was waiting"
     " or printing after the badge",
-    Confirmation.PRINT_COMPLETED: "printed: the Brother said it had completed printing the"
-    " badge",
+    Confirmation.PRINT_COMPLETED: "printed: the Brother said it had completed printing the badge",
     Confirmation.STATUS: "sent, then the printer was healthy: the badge may still have"
     " been in its buffer",
     Confirmation.SENT: "sent: a write-only printer took the bytes and cannot say whether"

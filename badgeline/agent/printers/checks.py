@@ -34,18 +34,20 @@ def check_printer_settings(
                          f" printer's width is {where}")  # fmt: skip
     if print_confirmation not in family.confirmations:
         raise ValueError(
-            f"print_confirmation = \"{print_confirmation}\" is not for a {language} printer:"
+            f'print_confirmation = "{print_confirmation}" is not for a {language} printer:'
             f" one of {', '.join(sorted(family.confirmations))}"
         )
     if (language == "brother_ql" and isinstance(printer, NetworkConnection)
             and print_confirmation != "sent"):  # fmt: skip
         raise ValueError(
             "a Brother QL answers nothing on its TCP port (Raster Command Reference, 5.9"
-            " network flow: no status): set print_confirmation = \"sent\" (a badge counts as"
+            ' network flow: no status): set print_confirmation = "sent" (a badge counts as'
             " printed once the printer took it), or connect the printer by USB"
         )
     if isinstance(printer, UsbConnection) and printer.vendor_id in VENDOR_LANGUAGES:
         maker, speaks = VENDOR_LANGUAGES[printer.vendor_id]
         if speaks != language:
-            raise ValueError(f"printer.vendor_id {printer.vendor_id:04x} is {maker}'s, whose"
-                             f" printers speak {speaks}: set printer.language = \"{speaks}\"")
+            raise ValueError(
+                f"printer.vendor_id {printer.vendor_id:04x} is {maker}'s, whose"
+                f' printers speak {speaks}: set printer.language = "{speaks}"'
+            )

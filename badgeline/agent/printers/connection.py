@@ -72,7 +72,7 @@ class _ConnectionModel(BaseModel):
         for language, keys in only.items():
             for key in keys:
                 if getattr(self, key) is not None and self.language != language:
-                    raise ValueError(f"printer.{key} is for language = \"{language}\"")
+                    raise ValueError(f'printer.{key} is for language = "{language}"')
         if self.language == "escpos" and (self.cut is not None or self.model is not None):
             raise ValueError("printer.cut and printer.model are for label printers (an ESC/POS"
                              " badge is always cut; its model is escpos_profile)")  # fmt: skip

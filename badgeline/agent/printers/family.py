@@ -125,9 +125,7 @@ class EscposFamily(PrinterFamily):
         return escpos_health(link)
 
 
-def family_for(
-    language: str, *, model: str | None = None, **media: Any
-) -> PrinterFamily:
+def family_for(language: str, *, model: str | None = None, **media: Any) -> PrinterFamily:
     """The family of a `[printer]` table's language, with its media; ValueError when the
     media is not one the model takes (naming the setting)."""
     if language == PrinterLanguage.ZPL:

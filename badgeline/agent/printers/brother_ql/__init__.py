@@ -74,8 +74,11 @@ class BrotherQlFamily(PrinterFamily):
         if reply and len(reply) >= SIZE:
             return health_from_status(parse_status(reply[-SIZE:]), self.media)
         foreign = getattr(link.replies, "foreign", None)
-        hint = (f"it answered as a {foreign} printer: set printer.language = \"{foreign}\""
-                if foreign else "printer off, or not a Brother QL: check printer.language")
+        hint = (
+            f'it answered as a {foreign} printer: set printer.language = "{foreign}"'
+            if foreign
+            else "printer off, or not a Brother QL: check printer.language"
+        )
         return PrinterHealthReport(reachable=False, detail=clip(f"no answer to ESC i S ({hint})"))
 
     def layout(self, footer: bool) -> LabelLayout:
@@ -92,4 +95,3 @@ class BrotherQlFamily(PrinterFamily):
 
     def poll(self, io: LinkIo, mark: Any, pause_s: float) -> Completion | None:
         return poll_page_printed(io, mark, pause_s)
-

@@ -39,8 +39,14 @@ REPLY, PRINTING_COMPLETED, ERROR_OCCURRED, PHASE_CHANGE = 0x00, 0x01, 0x02, 0x06
 NO_MEDIA, END_OF_MEDIA, CUTTER_JAM = 0x01, 0x02, 0x04
 REPLACE_MEDIA, COVER_OPEN, FEED_ERROR, SYSTEM_ERROR = 0x01, 0x10, 0x40, 0x80
 MEDIA_TYPES = {0x0A: "continuous", 0x0B: "die-cut"}
-_ERRORS_1 = ((NO_MEDIA, "no media"), (END_OF_MEDIA, "end of media"), (CUTTER_JAM, "cutter jam"),
-             (0x10, "printer in use"), (0x20, "printer turned off"), (0x80, "fan motor error"))
+_ERRORS_1 = (
+    (NO_MEDIA, "no media"),
+    (END_OF_MEDIA, "end of media"),
+    (CUTTER_JAM, "cutter jam"),
+    (0x10, "printer in use"),
+    (0x20, "printer turned off"),
+    (0x80, "fan motor error"),
+)
 _ERRORS_2 = ((REPLACE_MEDIA, "replace media"), (0x02, "expansion buffer full"),
              (0x04, "communication error"), (0x08, "communication buffer full"),
              (COVER_OPEN, "cover open"), (FEED_ERROR, "media cannot be fed"),

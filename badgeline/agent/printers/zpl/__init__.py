@@ -84,8 +84,11 @@ class ZplFamily(PrinterFamily):
         if reports:
             return _merged(reports)
         foreign = getattr(link.replies, "foreign", None)
-        hint = (f"it answered as a {foreign} printer: set printer.language = \"{foreign}\""
-                if foreign else "printer off, or not a ZPL printer: check printer.language")
+        hint = (
+            f'it answered as a {foreign} printer: set printer.language = "{foreign}"'
+            if foreign
+            else "printer off, or not a ZPL printer: check printer.language"
+        )
         detail = clip(f"no answer to ~HS or ~HQES ({hint})")
         return PrinterHealthReport(reachable=False, detail=detail)
 
