@@ -145,7 +145,8 @@ class BrotherResponder:
     model: int = 0x41
     # The next page ends in "error occurred" (the printer clears it), not "completed".
     fail_next_page: bool = False
-    # Pages are taken, but no notice is sent for them (until `finish()`).
+    # Pages are taken, but no notice is sent for them (until `holding` is cleared and
+    # the printer next hears from the host).
     holding: bool = False
     held: int = 0
     printed: int = 0
@@ -165,6 +166,9 @@ class BrotherResponder:
         """Reads the job command by command (raster lines may hold any byte)."""
         stream, self._tail = self._tail + data, b""
         replies = bytearray()
+        while self.held and not self.holding:  # released: the held pages come out now
+            self.held -= 1
+            replies += self.finish_page()
         position = 0
         while position < len(stream):
             rest = stream[position:]
