@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from badgeline.emulator.language import LabelCut, Query
+from badgeline.emulator.media import Media
 from badgeline.emulator.state import PrinterCondition
 from badgeline.emulator.zpl.graphics import GraphicError, decode_graphic_field
 from badgeline.emulator.zpl.layout import DEFAULT_FONT, Font, LabelLayout
@@ -86,7 +87,8 @@ class ZplDecoder:
         self.skipped_symbols = 0
         self.rejected_graphics = 0
         self.settings = Settings()
-        self._condition = condition or PrinterCondition()
+        # Without a printer around it (tests), a 4 x 3 in label at 203 dpi.
+        self._condition = condition or PrinterCondition(media=Media(203, 812, 609))
         self._tokens = Tokenizer()
         self._events: list[object] = []
         self._layout: LabelLayout | None = None  # a format is open
