@@ -19,7 +19,7 @@ from typing import NoReturn
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "coordinator": ("badgeline.coordinator.main", "run the coordinator (HTTP API + Redis)"),
     "agent": ("badgeline.agent.main", "run a print agent beside one printer"),
-    "emulator": ("badgeline.emulator.main", "run an ESC/POS printer emulator"),
+    "emulator": ("badgeline.emulator.main", "run a printer emulator: ESC/POS, ZPL or Brother QL"),
     "demo": ("badgeline.demo", "bring up a whole venue on this machine and print sample badges"),
     "hash-token": ("badgeline.coordinator.api.auth", "print the config entry for an API token"),
     "provision": ("badgeline.provision.main", "write agent config + installer into a Pi OS image"),

@@ -55,6 +55,8 @@ class LocalVenue:
     coordinator_count: int = 1
     shared_redis: bool = False
     agent_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Printer id -> more `badgeline emulator` arguments, e.g. ["--language", "zpl"].
+    emulator_args: dict[str, list[str]] = field(default_factory=dict)
     coordinator_ports: list[int] = field(default_factory=list)
     redis: EmbeddedRedis | None = None
 
@@ -222,7 +224,8 @@ class LocalVenue:
         slot = self.printers[printer_id]
         self._add(f"emulator-{printer_id}", self._badgeline(
             "emulator", "--port", str(slot.port), "--control-port", str(slot.control_port),
-            "--out", str(self.badges_dir / printer_id)))  # fmt: skip
+            "--out", str(self.badges_dir / printer_id),
+            *self.emulator_args.get(printer_id, [])))  # fmt: skip
         if wait:
             self.wait_for_emulator(printer_id)
 

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from badgeline.agent.printers._escpos import profile_width
+from badgeline.agent.printers.checks import check_printer_settings
 from badgeline.agent.printers.connection import PrinterConnection
 from badgeline.badge.limits import BadgeLimits
 from badgeline.protocol.ids import POOL_NAME_PATTERN, PRINTER_ID_PATTERN
@@ -174,14 +175,16 @@ class AgentSettings(BaseModel):
         description="the render worker exits after this long without a badge (the next badge"
         " starts it again, ~0.2 s more on this one); 0: start it with the agent and keep it",
     )
-    print_confirmation: Literal["auto", "process_id", "status", "sent"] = Field(
+    print_confirmation: Literal[
+        "auto", "process_id", "host_status", "print_completed", "status", "sent"
+    ] = Field(
         default="auto",
         description="how a badge is confirmed printed: `process_id` waits for the printer's"
-        " GS ( H answer (sent once the badge is on paper), `status` trusts a healthy DLE EOT"
-        " right after the bytes (printers without GS ( H), `auto` learns which from the"
-        " printer, `sent` is for write-only printers (no DLE EOT, no GS ( H): they are asked"
-        " nothing, a badge is confirmed once the printer took all of it, health comes from"
-        " the link",
+        " GS ( H answer (sent once the badge is on paper), `status` trusts a healthy status"
+        " right after the bytes (printers without GS ( H), `auto` learns which from an"
+        " ESC/POS printer and is a label printer's own word (`host_status`: a Zebra's ~HS,"
+        " `print_completed`: a Brother QL's notice), `sent` is for write-only printers: they"
+        " are asked nothing, a badge is confirmed once the printer took all of it",
     )
     print_pipeline_depth: int = Field(
         default=2,
@@ -316,6 +319,10 @@ class AgentSettings(BaseModel):
 
     @model_validator(mode="after")
     def one_width_source(self) -> AgentSettings:
+        check_printer_settings(self.printer, self.printer.family(),
+                               print_confirmation=self.print_confirmation,
+                               width_dots=self.width_dots,
+                               escpos_profile=self.escpos_profile)  # fmt: skip
         if self.width_dots is not None and self.escpos_profile is not None:
             raise ValueError("set width_dots or escpos_profile, not both")
         if self.escpos_profile is not None:
@@ -378,8 +385,9 @@ class AgentSettings(BaseModel):
 
     @property
     def printer_model(self) -> str:
-        """What the mDNS advert says the printer is: its python-escpos profile, if named."""
-        return self.escpos_profile or "unknown"
+        """What the mDNS advert says the printer is: its python-escpos profile or label
+        printer model, if named."""
+        return self.escpos_profile or self.printer.model or "unknown"
 
 
 def load_agent_settings(path: Path | None = None, **overrides: Any) -> AgentSettings:

@@ -1,4 +1,8 @@
-"""Turn a leased job into the ESC/POS bytes of its badge, or into the reason it cannot print.
+"""Turn a leased job into its badge's printer bytes, or into the reason it cannot print.
+
+The bytes are in the printer's language (printers/family.py): ESC/POS from the
+render worker, or a label printer's (ZPL, Brother QL raster) encoded here from
+the label's dots the worker rendered, the badge fitted to the label.
 
 Fetching and rasterising happen here, before any start grant is asked for:
 a badge that cannot be printed must never hold a grant (the coordinator
@@ -24,8 +28,10 @@ from badgeline.agent.client import CoordinatorClient
 from badgeline.agent.config import AgentSettings
 from badgeline.agent.fetch import BadgeFetcher, FetchRefused
 from badgeline.agent.journal import JournalEntry
+from badgeline.agent.printers.family import LabelLengthUnknown, PrinterFamily
 from badgeline.agent.sources import BadgeSources
 from badgeline.badge import BadgeLimits, BadgeRejected, BadgeRenderWorker
+from badgeline.badge.layout import LabelLayout
 from badgeline.log import log_event
 from badgeline.protocol.failures import FailureReason
 
@@ -76,7 +82,7 @@ class JobTicket:
 @dataclass(frozen=True)
 class PreparedBadge:
     ticket: JobTicket
-    escpos: bytes
+    data: bytes  # the badge in its printer's language
 
 
 class BadgeUnprintable(Exception):
@@ -101,8 +107,12 @@ class BadgePreparer:
         in_sandbox: bool,
         worker_idle_s: float = 0.0,
         budget_s: float = DEFAULT_BUDGET_S,
+        family: PrinterFamily | None = None,
     ) -> None:
         self.fetcher = fetcher
+        # The printer's language: ESC/POS renders at the paper's width in the worker,
+        # a label printer gets the label's dots from the worker and encodes them here.
+        self.family = family
         self.budget_s = budget_s
         self.width_dots = width_dots
         self.limits = limits
@@ -206,7 +216,7 @@ class BadgePreparer:
         log_event("badge_fetched", logging.DEBUG, pdf_bytes=len(pdf), **ticket.trace())
         footer_job_id = ticket.job_id if self.footer else None
         try:
-            escpos = await asyncio.to_thread(self._render, pdf, footer_job_id)
+            data = await asyncio.to_thread(self._render, pdf, footer_job_id)
         except BadgeRejected as rejected:
             raise BadgeUnprintable(
                 FailureReason(rejected.reason_code.value), rejected.message
@@ -218,17 +228,35 @@ class BadgePreparer:
             raise BadgeUnprintable(
                 FailureReason.RENDER_UNAVAILABLE, f"the badge could not be rendered: {error}"
             ) from None
+        except LabelLengthUnknown as unknown:
+            raise BadgeUnprintable(FailureReason.RENDER_UNAVAILABLE, str(unknown)) from None
         log_event(
-            "badge_prepared", logging.DEBUG, bytes=len(escpos), pdf_bytes=len(pdf), **ticket.trace()
+            "badge_prepared", logging.DEBUG, bytes=len(data), pdf_bytes=len(pdf), **ticket.trace()
         )
-        return PreparedBadge(ticket, escpos)
+        return PreparedBadge(ticket, data)
 
     def _render(self, pdf: bytes, footer_job_id: str | None) -> bytes:
+        layout = self.family.layout(self.footer) if self.family is not None else None
+        if layout is not None:
+            return self._render_label(pdf, layout, footer_job_id)
         if self._worker is not None:
             return self._worker.badge_to_escpos(pdf, self.width_dots, footer_job_id)
         from badgeline.badge.raster import badge_to_escpos
 
         return badge_to_escpos(pdf, self.width_dots, footer_job_id, self.limits)
+
+    def _render_label(self, pdf: bytes, layout: LabelLayout, footer_job_id: str | None) -> bytes:
+        """The badge fitted to the label by the worker, encoded in the printer's language."""
+        assert self.family is not None
+        footer = None if footer_job_id is None else f"job {footer_job_id}"
+        if self._worker is not None:
+            size, packed = self._worker.badge_to_label(pdf, layout, footer)
+        else:
+            from badgeline.badge.raster import render_label
+
+            image = render_label(pdf, layout, footer, self.limits)
+            size, packed = image.size, image.tobytes()
+        return self.family.encode(packed, size, footer)
 
 
 def _internal(ticket: JobTicket) -> BadgeUnprintable:
@@ -240,7 +268,7 @@ def _internal(ticket: JobTicket) -> BadgeUnprintable:
 
 
 def preparer_for(
-    settings: AgentSettings, client: CoordinatorClient
+    settings: AgentSettings, client: CoordinatorClient, family: PrinterFamily | None = None
 ) -> tuple[BadgeFetcher, BadgePreparer]:
     """The fetcher and preparer of an agent's settings (the preparer not yet started)."""
     sources = BadgeSources(settings.printer_id, settings.badge_file_roots,
@@ -254,5 +282,6 @@ def preparer_for(
         fetcher, width_dots=settings.effective_width_dots, limits=settings.badge_limits,
         footer=settings.footer, in_sandbox=settings.render_in_sandbox,
         worker_idle_s=settings.render_worker_idle_s, budget_s=settings.badge_budget_s,
+        family=family,
     )  # fmt: skip
     return fetcher, preparer

@@ -79,6 +79,9 @@ class Agent:
 
     def __init__(self, settings: AgentSettings) -> None:
         self.settings = settings
+        # The language the printer speaks, with its media (printers/family.py): one
+        # object for the agent's life, since a label printer's learned length lives there.
+        self.family = settings.printer.family()
         self.watch = PrinterWatch(settings.printer_id)
         self.last_problem = LastProblem(settings.printer_id)
         self.print_metrics = PrintMetrics()  # counted by the print loop, read by /metrics
@@ -190,7 +193,8 @@ class Agent:
             raise
         log_event("agent_started", printer_id=self.settings.printer_id,
                   agent_id=self.settings.agent_id, coordinator_url=self.settings.coordinator_url,
-                  printer=self.settings.printer.kind, status_port=self.status_port,
+                  printer=self.settings.printer.kind, language=self.settings.printer.language,
+                  model=self.family.describe(), status_port=self.status_port,
                   width_dots=self.settings.effective_width_dots)  # fmt: skip
 
     async def wait_stop_requested(self) -> None:
@@ -261,12 +265,14 @@ class Agent:
         )
         await self._client.open()
         write_only = settings.print_confirmation == "sent"
-        self._link = AsyncPrinterLink(link_for(settings.printer, write_only=write_only))
+        link = link_for(settings.printer, write_only=write_only, family=self.family)
+        self._link = AsyncPrinterLink(link, self.family)
         self._diagnostic = DiagnosticPrinter(
             link=self._link, watch=self.watch, printer_lock=self.printer_lock,
             printer_id=settings.printer_id, width_dots=settings.effective_width_dots,
+            family=self.family,
         )  # fmt: skip
-        self._fetcher, self._preparer = preparer_for(settings, self._client)
+        self._fetcher, self._preparer = preparer_for(settings, self._client, self.family)
         await self._preparer.start()
 
     def _backoff(self) -> Backoff:
@@ -285,7 +291,7 @@ class Agent:
         self._print_loop = PrintLoop(
             client=client, journal=journal, link=link, watch=self.watch, outbox=self._outbox,
             slots=slots, queue=queue, backoff=self._backoff(), printer_lock=self.printer_lock,
-            confirmation=settings.print_confirmation,
+            confirmation=self.family.confirmation_for(settings.print_confirmation),
             confirm_timeout_s=settings.print_confirm_timeout_s,
             depth=settings.print_pipeline_depth, keeper=keeper, metrics=self.print_metrics,
         )  # fmt: skip
@@ -299,7 +305,7 @@ class Agent:
         self.heartbeat = heartbeat = Heartbeat(
             client, journal, self.watch, agent_id=settings.agent_id, labels=settings.labels,
             interval_s=settings.heartbeat_interval_s, backoff=self._backoff(),
-            confirmation=self._print_loop.confirmation_in_use,
+            confirmation=self._print_loop.confirmation_in_use, language=self.family.language,
         )  # fmt: skip
         housekeeping = Housekeeping(
             journal, printer_id=settings.printer_id, retry_initial_s=settings.retry_initial_s,

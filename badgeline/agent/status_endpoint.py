@@ -165,6 +165,8 @@ async def describe(agent: Agent) -> dict[str, Any]:
         "stuck": agent.stuck_loops(),
         "printer": {
             "kind": settings.printer.kind,
+            "language": settings.printer.language,
+            "model": agent.family.describe(),
             "confirmation": agent.confirmation,
             "ready": can_print(watch.latest),
             "probed_at": _iso(watch.probed_at),

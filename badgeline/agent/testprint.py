@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from badgeline import __version__
 from badgeline.agent.loops.probe import PrinterWatch, can_print
 from badgeline.agent.printers import AsyncPrinterLink, PrinterLinkError
+from badgeline.agent.printers.family import EscposFamily, LabelLengthUnknown, PrinterFamily
 from badgeline.log import log_event
 from badgeline.protocol.agent_models import PrinterHealthReport
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 TEST_FOOTER_PREFIX = "test print"
 _MARGIN = 16
+# How long a label printer's test badge is waited for (it is out in seconds).
+LABEL_WAIT_S = 30.0
 _LINE_GAP = 10
 
 
@@ -48,7 +51,9 @@ class DiagnosticPrinter:
         printer_lock: asyncio.Lock,
         printer_id: str,
         width_dots: int,
+        family: PrinterFamily | None = None,
     ) -> None:
+        self.family = family or EscposFamily()
         self.link = link
         self.watch = watch
         self.printer_lock = printer_lock
@@ -62,10 +67,16 @@ class DiagnosticPrinter:
             # closed, long after the tech has given up: say why instead.
             detail = self.watch.latest.detail or "not ready"
             raise LocalPrintRefused(409, f"the printer cannot print now: {detail}")
-        escpos = await asyncio.to_thread(diagnostic_badge_escpos, self.printer_id, self.width_dots)
+        try:
+            escpos = await asyncio.to_thread(self._badge)
+        except LabelLengthUnknown as unknown:
+            raise LocalPrintRefused(409, str(unknown)) from None
         try:
             async with self.printer_lock:
-                await self.link.write(escpos)
+                if isinstance(self.family, EscposFamily):
+                    await self.link.write(escpos)
+                else:
+                    await self._print_label(escpos)
                 report = await self.link.probe()
         except PrinterLinkError as error:
             self.watch.request_probe()
@@ -76,6 +87,20 @@ class DiagnosticPrinter:
         log_event("test_print", printer_id=self.printer_id, bytes=len(escpos),
                   printer_ready=can_print(report))  # fmt: skip
         return report
+
+    def _badge(self) -> bytes:
+        if isinstance(self.family, EscposFamily):
+            return diagnostic_badge_escpos(self.printer_id, self.width_dots)
+        return diagnostic_label(self.printer_id, self.family)
+
+    async def _print_label(self, data: bytes) -> None:
+        """A label printer's test badge, waited for until it is out (or a while): its
+        completion must not be read as that of the badge the print loop sends next."""
+        mark = await self.link.send_marked(data)
+        deadline = asyncio.get_running_loop().time() + LABEL_WAIT_S
+        while asyncio.get_running_loop().time() < deadline:
+            if await self.link.poll_printed(mark, 0.2) is not None:
+                return
 
 
 def footer_text(printer_id: str) -> str:
@@ -88,6 +113,24 @@ def diagnostic_badge_escpos(printer_id: str, width_dots: int) -> bytes:
     from badgeline.badge.raster import encode_escpos
 
     return encode_escpos(_draw(printer_id, width_dots), footer_text(printer_id))
+
+
+def diagnostic_label(printer_id: str, family: PrinterFamily) -> bytes:
+    """The test badge on a label printer's label, in its language."""
+    from PIL import Image
+
+    from badgeline.badge.raster import draw_footer
+
+    layout = family.layout(True)
+    assert layout is not None
+    card = _draw(printer_id, layout.width_dots)
+    length = layout.length_dots or card.height + layout.footer_dots
+    label = Image.new("1", (layout.width_dots, length), 1)
+    label.paste(card.crop((0, 0, card.width, min(card.height, length - layout.footer_dots))))
+    footer = footer_text(printer_id)
+    if layout.draw_footer:
+        draw_footer(label, footer, length - layout.footer_dots, layout.footer_dots)
+    return family.encode(label.tobytes(), label.size, footer)
 
 
 def _draw(printer_id: str, width_dots: int) -> Image.Image:

@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from badgeline.badge.errors import BadgeRejected, RejectReason
+from badgeline.badge.layout import LabelLayout
 from badgeline.badge.limits import DEFAULT_LIMITS, BadgeLimits
 from badgeline.badge.pdfcheck import open_checked_first_page
 
@@ -72,6 +73,75 @@ def render_badge(
     return dither_to_1bit(render_grayscale(pdf_bytes, width_dots, limits))
 
 
+def render_label(
+    pdf_bytes: bytes,
+    layout: LabelLayout,
+    footer: str | None = None,
+    limits: BadgeLimits = DEFAULT_LIMITS,
+) -> Image.Image:
+    """Check the PDF and render page 1 fitted to a label, as a mode "1" image of its dots.
+
+    As CUPS fits a page to a label (pdftopdf's fit-to-page with auto-rotation):
+    the page keeps its proportions, is turned a quarter (clockwise) when that
+    makes it larger on the label, and is centred in what the footer band
+    leaves. On continuous media (`length_dots` None) the page fills the width
+    and the label is as long as it needs. With `layout.draw_footer` the footer
+    text is drawn, centred, in the band at the bottom.
+    """
+    from PIL import Image
+
+    width = layout.width_dots
+    _require_width(width)
+    with open_checked_first_page(pdf_bytes, limits) as page:
+        page_width, page_height = page.get_size()
+        if layout.length_dots is None:
+            fitted = (width, max(1, round(width * page_height / page_width)), 0)
+            length = fitted[1] + layout.footer_dots
+        else:
+            length = layout.length_dots
+            fitted = fit_page(page_width, page_height, width, length - layout.footer_dots)
+        fitted_width, fitted_height, rotate = fitted
+        pixels = _render_page(page, fitted_width, fitted_height, limits.max_render_seconds, rotate)
+    badge = Image.frombuffer("L", (fitted_width, fitted_height), pixels, "raw", "L", 0, 1)
+    label = Image.new("L", (width, length), 255)
+    area = length - layout.footer_dots
+    label.paste(badge, ((width - fitted_width) // 2, (area - fitted_height) // 2))
+    image = dither_to_1bit(label)
+    if footer is not None and layout.draw_footer and layout.footer_dots:
+        draw_footer(image, footer, area, layout.footer_dots)
+    return image
+
+
+def fit_page(
+    page_width: float, page_height: float, width: int, height: int
+) -> tuple[int, int, int]:
+    """The page's size in dots fitted into `width` x `height`, and PDFium's rotation
+    (0, or 1: a quarter turn clockwise, when that fits it larger)."""
+    upright = min(width / page_width, height / page_height)
+    turned = min(width / page_height, height / page_width)
+    if turned > upright * 1.001:
+        return (min(width, max(1, round(page_height * turned))),
+                min(height, max(1, round(page_width * turned))), 1)  # fmt: skip
+    return (min(width, max(1, round(page_width * upright))),
+            min(height, max(1, round(page_height * upright))), 0)  # fmt: skip
+
+
+def draw_footer(image: Image.Image, footer: str, top: int, band: int) -> None:
+    from PIL import ImageDraw, ImageFont
+
+    if not all(" " <= character <= "~" for character in footer):
+        raise ValueError(f"footer must be printable ASCII without control codes: {footer!r}")
+    size = max(8, band * 7 // 10)
+    try:
+        font: Any = ImageFont.load_default(size=size)
+    except TypeError:  # pragma: no cover - Pillow 10.0 has one bitmap size
+        font = ImageFont.load_default()
+    left, upper, right, lower = font.getbbox(footer)
+    x = (image.width - (right - left)) // 2 - left
+    y = top + (band - (lower - upper)) // 2 - upper
+    ImageDraw.Draw(image).text((x, y), footer, font=font, fill=0)
+
+
 def job_footer(job_id: str) -> str:
     """The footer line the printer emulator reads a job id back from."""
     return f"job {job_id}"
@@ -121,7 +191,9 @@ def _require_width(width_dots: int) -> None:
         raise ValueError(f"width must be 1..{MAX_WIDTH_DOTS} dots, got {width_dots}")
 
 
-def _render_page(page: Any, width_dots: int, height_dots: int, max_seconds: float) -> bytearray:
+def _render_page(
+    page: Any, width_dots: int, height_dots: int, max_seconds: float, rotate: int = 0
+) -> bytearray:
     """Render into a buffer we own, progressively, so a pathological page can be abandoned."""
     import pypdfium2.raw as pdfium_c
 
@@ -133,7 +205,9 @@ def _render_page(page: Any, width_dots: int, height_dots: int, max_seconds: floa
     if not bitmap:
         raise MemoryError(f"PDFium could not allocate a {width_dots}x{height_dots} bitmap")
     try:
-        status = _render_until_deadline(page.raw, bitmap, width_dots, height_dots, max_seconds)
+        status = _render_until_deadline(
+            page.raw, bitmap, width_dots, height_dots, max_seconds, rotate
+        )
     finally:
         pdfium_c.FPDFBitmap_Destroy(bitmap)
         del pixel_array  # release the export so the bytearray is ours alone again
@@ -149,7 +223,12 @@ def _render_page(page: Any, width_dots: int, height_dots: int, max_seconds: floa
 
 
 def _render_until_deadline(
-    raw_page: Any, bitmap: Any, width_dots: int, height_dots: int, max_seconds: float
+    raw_page: Any,
+    bitmap: Any,
+    width_dots: int,
+    height_dots: int,
+    max_seconds: float,
+    rotate: int = 0,
 ) -> int:
     import pypdfium2.raw as pdfium_c
 
@@ -160,7 +239,7 @@ def _render_until_deadline(
     pause.NeedToPauseNow = need_to_pause
     try:
         status = pdfium_c.FPDF_RenderPageBitmap_Start(
-            bitmap, raw_page, 0, 0, width_dots, height_dots, 0, _render_flags(), pause
+            bitmap, raw_page, 0, 0, width_dots, height_dots, rotate, _render_flags(), pause
         )
         while status == pdfium_c.FPDF_RENDER_TOBECONTINUED and time.monotonic() <= deadline:
             status = pdfium_c.FPDF_RenderPage_Continue(raw_page, pause)

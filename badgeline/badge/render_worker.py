@@ -11,10 +11,11 @@ bytes part), the JSON, the bytes. Not pickle: the worker parses hostile PDFs,
 and a worker that PDFium let someone take over must not be able to run code
 in the agent by what it answers. The agent also caps each frame's size.
 
-Requests: ``{"kind": "escpos" | "image" | "check", "width_dots": int, "job_id": str | None}``
-with the PDF as bytes. Answers: ``{"outcome": "ok"}`` with the ESC/POS bytes,
-for an image ``{"outcome": "ok", "size": [w, h]}`` with the packed mode "1"
-pixels, for a check (the artifact store's: the checks alone, no render)
+Requests: ``{"kind": "escpos" | "image" | "label" | "check", "width_dots": int,
+"job_id": str | None}`` with the PDF as bytes (a label adds ``layout``, a
+``LabelLayout``, and ``footer``). Answers: ``{"outcome": "ok"}`` with the ESC/POS
+bytes, for an image or a label ``{"outcome": "ok", "size": [w, h]}`` with the
+packed mode "1" pixels, for a check (the artifact store's: the checks alone, no render)
 ``{"outcome": "ok"}`` and no bytes; ``rejected`` and ``exhausted`` carry ``reason`` and ``message``,
 ``value_error`` and ``error`` a ``message``. The first frame the worker sends
 is ``{"outcome": "ready"}``, once PDFium and Pillow are loaded and its
@@ -32,6 +33,7 @@ import sys
 from typing import Any, BinaryIO
 
 from badgeline.badge.errors import BadgeRejected, RejectReason
+from badgeline.badge.layout import LabelLayout
 from badgeline.badge.limits import BadgeLimits
 
 FRAME_HEADER = struct.Struct("!II")
@@ -100,6 +102,10 @@ def handle(meta: dict[str, Any], pdf_bytes: bytes, limits: BadgeLimits) -> Frame
         width_dots, job_id = int(meta["width_dots"]), meta.get("job_id")
         if meta["kind"] == "escpos":
             return {"outcome": "ok"}, raster.badge_to_escpos(pdf_bytes, width_dots, job_id, limits)
+        if meta["kind"] == "label":
+            layout = LabelLayout.from_json(meta["layout"])
+            label = raster.render_label(pdf_bytes, layout, meta.get("footer"), limits)
+            return {"outcome": "ok", "size": list(label.size)}, label.tobytes()
         image = raster.render_badge(pdf_bytes, width_dots, limits)
         return {"outcome": "ok", "size": list(image.size)}, image.tobytes()
     except BadgeRejected as rejected:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from badgeline.badge.errors import BadgeRejected, RejectReason
+from badgeline.badge.layout import LabelLayout
 from badgeline.badge.limits import DEFAULT_LIMITS, BadgeLimits
 from badgeline.badge.render_worker import (
     FRAME_HEADER,
@@ -112,6 +113,16 @@ class BadgeRenderWorker:
         _, body = self._request("escpos", pdf_bytes, width_dots, job_id)
         return body
 
+    def badge_to_label(
+        self, pdf_bytes: bytes, layout: LabelLayout, footer: str | None = None
+    ) -> tuple[tuple[int, int], bytes]:
+        """Like `raster.render_label`, run in the worker: the label's size and its packed
+        mode "1" pixels (1 = white). Raises `BadgeRejected`."""
+        meta, packed = self._request("label", pdf_bytes, layout.width_dots, None,
+                                     layout=layout.to_json(), footer=footer)  # fmt: skip
+        width, height = (int(side) for side in meta["size"])
+        return (width, height), packed
+
     def check_badge_pdf(self, pdf_bytes: bytes) -> None:
         """Like `pdfcheck.check_badge_pdf`, run in the worker: the checks, no render.
         Raises `BadgeRejected`."""
@@ -125,9 +136,11 @@ class BadgeRenderWorker:
         width, height = (int(side) for side in meta["size"])
         return Image.frombytes("1", (width, height), packed)
 
-    def _request(self, kind: str, pdf_bytes: bytes, width_dots: int, job_id: str | None) -> Frame:
+    def _request(
+        self, kind: str, pdf_bytes: bytes, width_dots: int, job_id: str | None, **more: Any
+    ) -> Frame:
         request = encode_frame(
-            {"kind": kind, "width_dots": width_dots, "job_id": job_id}, bytes(pdf_bytes)
+            {"kind": kind, "width_dots": width_dots, "job_id": job_id, **more}, bytes(pdf_bytes)
         )
         with self._lock:
             process = self._ready_worker()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, Field, ValidationError
 
+from badgeline.emulator.media import Media
 from badgeline.emulator.state import Fault, PrinterCondition
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.models import StrictModel
@@ -33,6 +34,14 @@ class SpeedChange(StrictModel):
     ms_per_badge: int = Field(ge=0, le=PrinterCondition.MAX_MS_PER_BADGE)
 
 
+class MediaChange(StrictModel):
+    """What to load; a field left out keeps what is loaded."""
+
+    dpi: int | None = Field(default=None, ge=1)
+    width_dots: int | None = Field(default=None, ge=1)
+    length_dots: int | None = Field(default=None, ge=0)
+
+
 class ControlApi:
     def __init__(self, emulator: PrinterEmulator) -> None:
         self._emulator = emulator
@@ -42,8 +51,28 @@ class ControlApi:
 
     async def set_fault(self, request: web.Request) -> web.Response:
         change = await _parse(request, FaultChange)
-        self._emulator.fault = change.fault
+        try:
+            self._emulator.fault = change.fault
+        except ValueError as error:
+            raise _field_error("fault", str(error)) from None
         return web.json_response(self._emulator.status())
+
+    async def media(self, request: web.Request) -> web.Response:
+        return web.json_response(self._emulator.media_status())
+
+    async def set_media(self, request: web.Request) -> web.Response:
+        change = await _parse(request, MediaChange)
+        loaded = self._emulator.media
+        try:
+            self._emulator.media = Media(
+                dpi=loaded.dpi if change.dpi is None else change.dpi,
+                width_dots=loaded.width_dots if change.width_dots is None else change.width_dots,
+                length_dots=loaded.length_dots if change.length_dots is None
+                else change.length_dots,
+            )  # fmt: skip
+        except ValueError as error:
+            raise _field_error("media", str(error)) from None
+        return web.json_response(self._emulator.media_status())
 
     async def set_speed(self, request: web.Request) -> web.Response:
         change = await _parse(request, SpeedChange)
@@ -64,6 +93,8 @@ def create_control_app(emulator: PrinterEmulator) -> web.Application:
     app.router.add_get("/status", api.status)
     app.router.add_post("/fault", api.set_fault)
     app.router.add_post("/speed", api.set_speed)
+    app.router.add_get("/media", api.media)
+    app.router.add_post("/media", api.set_media)
     app.router.add_get("/printed", api.printed)
     app.router.add_post("/reset", api.reset)
     return app
@@ -75,6 +106,11 @@ async def _parse(request: web.Request, model: type[_Body]) -> _Body:
         return model.model_validate_json(raw)
     except ValidationError as error:
         raise _as_badgeline_error(error) from None
+
+
+def _field_error(field: str, message: str) -> BadgelineError:
+    fields = [{"loc": [field], "msg": message}]
+    return BadgelineError(ErrorCode.VALIDATION_FAILED, message, fields=fields)
 
 
 def _as_badgeline_error(error: ValidationError) -> BadgelineError:

@@ -52,6 +52,7 @@ from badgeline.emulator.commands import (
     RASTER_DOT_SCALE,
     TAB_STOPS_MAX,
 )
+from badgeline.emulator.language import Query
 from badgeline.emulator.page import MAX_RASTER_WIDTH_DOTS, Page
 from badgeline.emulator.stream import NEED_MORE
 from badgeline.emulator.symbols import BARCODE_SETTINGS, TWO_D_CLASS, SymbolDecoder
@@ -60,7 +61,7 @@ _TEXT_RUN = re.compile(rb"[\x20-\xff]+")
 
 
 @dataclass(frozen=True)
-class StatusRequest:
+class StatusRequest(Query):
     """`DLE EOT n`: the host wants one status byte now."""
 
     query: int

@@ -1,4 +1,9 @@
-"""`badgeline emulator`: run one ESC/POS printer emulator until SIGTERM or SIGINT."""
+"""`badgeline emulator`: run one printer emulator until SIGTERM or SIGINT.
+
+`--language` picks what it speaks: ESC/POS (the default), ZPL II or Brother QL
+raster (language.py); `--dpi`, `--media-width` and `--label-length` the media it
+has loaded, checked against what that printer takes.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,9 @@ import logging
 import signal
 from pathlib import Path
 
+from badgeline.emulator.families import MODELS, family
+from badgeline.emulator.language import Language, fault_error
+from badgeline.emulator.media import Media
 from badgeline.emulator.printhead import DEFAULT_BUFFER_BYTES
 from badgeline.emulator.server import PrinterEmulator
 from badgeline.emulator.state import Fault, PrinterCondition
@@ -37,10 +45,30 @@ def _buffer_bytes(text: str) -> int:
     return value
 
 
+def _dots(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be at least 0")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument(
-        "--port", type=_port, default=9100, help="ESC/POS printer port (0 picks a free one)"
+        "--port", type=_port, default=9100, help="printer port (0 picks a free one)"
+    )
+    parser.add_argument(
+        "--language", type=Language, choices=list(Language), default=Language.ESCPOS,
+        help="printer language (default escpos)",
+    )  # fmt: skip
+    models = "; ".join(f"{language}: {', '.join(names)}" for language, names in MODELS.items())
+    parser.add_argument("--model", help=f"printer model ({models}; default the first)")
+    parser.add_argument("--dpi", type=int, help="print head resolution (203 or 300)")
+    parser.add_argument(
+        "--media-width", type=_dots, help="printable width of the loaded media, in dots"
+    )
+    parser.add_argument(
+        "--label-length", type=_dots, help="label length in dots (0: continuous media)"
     )
     parser.add_argument(
         "--control-port", type=_port, default=9101, help="control API port (0 picks a free one)"
@@ -62,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--write-only", action="store_true",
-        help="answer nothing (no DLE EOT, no GS ( H), as many cheap network printers",
+        help="answer nothing (no status, no confirmation), as many cheap network printers",
     )  # fmt: skip
     parser.add_argument(
         "--log-level", type=str.upper, choices=LOG_LEVELS, default="INFO",
@@ -75,6 +103,11 @@ def run(args: argparse.Namespace) -> int:
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     try:
+        args.media = _media(args)
+    except ValueError as error:
+        logger.error("emulator could not start: %s", error)
+        return 2
+    try:
         asyncio.run(_serve(args))
     except OSError as error:
         # Typically the port is taken: say so in one line rather than a traceback.
@@ -83,11 +116,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _media(args: argparse.Namespace) -> Media:
+    """The media the options load, checked against the printer (ValueError saying why not)."""
+    printer = family(args.language, args.model)
+    if (problem := fault_error(printer, args.fault)) is not None:
+        raise ValueError(problem)
+    default = printer.default_media(args.dpi)
+    media = Media(
+        dpi=default.dpi if args.dpi is None else args.dpi,
+        width_dots=default.width_dots if args.media_width is None else args.media_width,
+        length_dots=default.length_dots if args.label_length is None else args.label_length,
+    )
+    return printer.check_media(media)
+
+
 async def _serve(args: argparse.Namespace) -> None:
     emulator = PrinterEmulator(
         args.host, args.port, args.control_port, args.out,
         fault=args.fault, ms_per_badge=args.ms_per_badge, buffer_bytes=args.buffer_bytes,
-        write_only=args.write_only,
+        write_only=args.write_only, language=args.language, model=args.model, media=args.media,
     )  # fmt: skip
     stop_requested = asyncio.Event()
     loop = asyncio.get_running_loop()

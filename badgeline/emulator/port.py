@@ -1,7 +1,8 @@
-"""The printer port: ESC/POS over TCP, what each connection's bytes do to the printer.
+"""The printer port: a printer language over TCP, what each connection's bytes do to it.
 
-Each TCP connection has its own decoder, so a job is what arrives between
-cuts on one connection; every connection feeds the one print head and its
+Each TCP connection has its own decoder (the language's, language.py), so a
+job is what arrives between cuts (or within one label format) on one
+connection; every connection feeds the one print head and its
 bounded receive buffer, as a real printer has one head however many hosts
 talk to it. A connection reads its socket only while the buffer has room
 (printhead.py says what fills it and what a fault does to it).
@@ -26,8 +27,9 @@ import logging
 import socket
 from typing import Any
 
-from badgeline.emulator.decoder import EscPosDecoder, PageCut, ProcessIdRequest, StatusRequest
-from badgeline.emulator.page import Page
+from badgeline.emulator.decoder import PageCut, ProcessIdRequest
+from badgeline.emulator.label import Label
+from badgeline.emulator.language import Decoder, Family, LabelCut, PageWatcher, Query, Sheet
 from badgeline.emulator.printhead import PrintHead
 from badgeline.emulator.state import PrinterCondition
 
@@ -43,10 +45,11 @@ STREAM_LIMIT = 512
 
 
 class _Connection:
-    def __init__(self, number: int, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, number: int, writer: asyncio.StreamWriter, decoder: Decoder) -> None:
         self.number = number
         self.writer = writer
-        self.decoder = EscPosDecoder()
+        self.decoder = decoder
+        self.watcher: PageWatcher | None = None
         # Content arrived while the printer could not print, or a fault cleared
         # the buffer while it held this page's start: the page is lost even if
         # the fault clears before the cut.
@@ -63,9 +66,12 @@ class _Connection:
 class PrinterPort:
     """The TCP listener of one emulated printer and every connection to it."""
 
-    def __init__(self, condition: PrinterCondition, head: PrintHead, *, write_only: bool) -> None:
+    def __init__(
+        self, condition: PrinterCondition, head: PrintHead, family: Family, *, write_only: bool
+    ) -> None:
         self.condition = condition
         self._head = head
+        self._family = family
         # what PrinterEmulator.write_only and .lose_process_ids say
         self.write_only = write_only
         self.lose_process_ids = 0
@@ -117,7 +123,12 @@ class PrinterPort:
         task = asyncio.current_task()
         assert task is not None
         self._connection_writers[task] = writer
-        connection = _Connection(next(self._connection_numbers), writer)
+        decoder = self._family.decoder(self.condition)
+        connection = _Connection(next(self._connection_numbers), writer, decoder)
+        connection.watcher = self._family.watcher(
+            lambda data: None if self.write_only else connection.reply(data),
+            decoder, self.condition,
+        )  # fmt: skip
         self._connections.add(connection)
         self._count_connection(+1)
         # Debug level: agents may open a connection for every status probe.
@@ -158,16 +169,20 @@ class PrinterPort:
         Runs without awaiting, so the fault is the same for the whole chunk. A
         chunk read just before the printer froze is kept, as frozen keeps all.
         """
-        can_print = self.condition.can_print or self.condition.frozen
+        can_print = self.condition.keeps_data
         self._hold(connection, len(chunk))
         replies = bytearray()
         for event in connection.decoder.feed(chunk):
-            if isinstance(event, StatusRequest):
+            if isinstance(event, Query):
                 self._head.counters.status_queries += 1
                 if not self.write_only:
-                    replies += self.condition.status_reply(event.query) or b""
+                    view = self._head.view()
+                    answer = self._family.answer(event, self.condition, view, connection.decoder)
+                    replies += answer or b""
             elif isinstance(event, PageCut):
                 self._handle_cut(connection, event.page, can_print)
+            elif isinstance(event, LabelCut):
+                self._handle_cut(connection, event.label, can_print, event.copies)
             elif isinstance(event, ProcessIdRequest):
                 self._handle_process_id(connection, event.process_id, can_print)
         if not connection.decoder.has_pending_content:
@@ -181,21 +196,28 @@ class PrinterPort:
         self._head.notify()
         return bytes(replies)
 
-    def _handle_cut(self, connection: _Connection, page: Page, can_print: bool) -> None:
+    def _handle_cut(
+        self, connection: _Connection, page: Sheet, can_print: bool, copies: int = 1
+    ) -> None:
         # The page holds what its connection sent since the last cut (to the
         # read that carried the cut: close enough for a buffer model).
         size = connection.receiving
         self._hold(connection, -size)
+        number, watcher = connection.number, connection.watcher
         if page.truncated:
-            logger.warning("connection %d: page exceeded the emulator's limits", connection.number)
+            logger.warning("connection %d: page exceeded the emulator's limits", number)
+        rejection = page.rejection if isinstance(page, Label) else None
         if not can_print:
             self._head.cut_discarded()
-            self._head.discard(page, connection.number, f"printer is {self.condition.fault}")
+            self._head.discard(page, number, f"printer is {self.condition.fault}", watcher)
         elif connection.page_spoiled:
             self._head.cut_discarded()
-            self._head.discard(page, connection.number, "a fault cleared part of it")
-        else:
-            self._head.submit(page, connection.number, size)
+            self._head.discard(page, number, "a fault cleared part of it", watcher)
+        elif rejection is not None:
+            self._head.cut_discarded()
+            self._head.discard(page, number, rejection, watcher)
+        elif copies > 0:
+            self._head.submit(page, number, size, watcher, copies)
         connection.page_spoiled = False
 
     def _handle_process_id(

@@ -34,73 +34,33 @@ import contextlib
 import itertools
 import logging
 import math
-import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from PIL import Image
-
-from badgeline.emulator.page import Page
-from badgeline.emulator.render import render_page
+from badgeline.emulator.label import Label
+from badgeline.emulator.language import HeadView, PageWatcher, Sheet
+from badgeline.emulator.record import PrintedBadge, PrinterCounters, job_ids_in, save_picture
 from badgeline.emulator.state import PrinterCondition
 
+__all__ = ["DEFAULT_BUFFER_BYTES", "PrintHead", "PrintedBadge", "PrinterCounters", "job_ids_in"]
+
 logger = logging.getLogger(__name__)
-
-# The agent prints `job <job_id>` as the badge footer so a print can be traced.
-JOB_FOOTER = re.compile(r"job ([A-Za-z0-9_-]{4,64})")
-
-
-def job_ids_in(lines: list[str]) -> list[str]:
-    return [match.group(1) for line in lines if (match := JOB_FOOTER.fullmatch(line.strip()))]
-
-
-@dataclass(frozen=True)
-class PrintedBadge:
-    sequence: int
-    job_id: str | None
-    at: float  # Unix time in seconds when the badge came out
-    png: Path | None  # None only if the picture could not be saved
-    raster: Image.Image | None  # every raster block of the page stacked, mode "1"
-    text: list[str]
-    connection: int
-
-    # Unix time in seconds when the head started on it (its bytes may still have
-    # been arriving): from it to `at` the printer was printing this badge.
-    started_at: float | None = None
-
-    def row(self) -> dict[str, Any]:
-        """The `/printed` row."""
-        return {"job_id": self.job_id, "at": self.at, "started_at": self.started_at,
-                "png": str(self.png) if self.png else None}  # fmt: skip
-
-
-@dataclass
-class PrinterCounters:
-    discarded: int = 0  # cut pages a fault kept from coming out (on arrival or mid-print)
-    abandoned: int = 0  # content on a connection that closed before a cut
-    status_queries: int = 0  # DLE EOT requests received, answered or not
-    process_ids_answered: int = 0  # GS ( H process ID responses sent
-    process_ids_dropped: int = 0  # GS ( H requests a fault cleared before they were answered
-    connections: int = 0  # open now
-    connections_total: int = 0
-
-    def clear(self) -> None:
-        """Zero the history; `connections` stays because those sockets are still open."""
-        self.discarded = self.abandoned = self.status_queries = self.connections_total = 0
-        self.process_ids_answered = self.process_ids_dropped = 0
 
 
 @dataclass(frozen=True)
 class _QueuedPage:
-    page: Page
+    page: Sheet
     connection: int
     size: int  # receive-buffer bytes it holds until it is out
     # Printing it had done while it was still arriving (see _PrintingAhead).
     head_start_s: float = 0.0
     started_at: float | None = None
+    watcher: PageWatcher | None = None
+    # The copies of one ZPL format (^PQ) share a batch: the labels remaining in it.
+    batch: object = None
 
 
 @dataclass
@@ -153,6 +113,8 @@ class PrintHead:
         self._printing_left = 0.0  # bytes of the page on the head not yet on paper
         self._ahead: _PrintingAhead | None = None
         self._page_bytes = NOMINAL_PAGE_BYTES  # the last page's size: the print speed
+        self._batches: Counter[object] = Counter()  # copies waiting, per batch
+        self._current: _QueuedPage | None = None
         self._changed = asyncio.Event()
         # PNG names keep counting across resets so no picture is overwritten.
         self._sequence = itertools.count(1)
@@ -177,20 +139,42 @@ class PrintHead:
             await self._changed.wait()
         return room
 
-    def submit(self, page: Page, connection: int, size: int) -> None:
-        """A cut page, `size` bytes of the buffer (its connection no longer counts them)."""
+    def submit(
+        self,
+        page: Sheet,
+        connection: int,
+        size: int,
+        watcher: PageWatcher | None = None,
+        copies: int = 1,
+    ) -> None:
+        """A cut page, `size` bytes of the buffer (its connection no longer counts them),
+        to print `copies` times (each copy one label, holding its share of the bytes)."""
         ahead, self._ahead = self._ahead, None
-        queued = _QueuedPage(page, connection, size)
+        head_start_s, started_at, drained = 0.0, None, 0
         if ahead is not None:
             # The head was already on it: what it printed has left the buffer.
             drained = min(size, math.floor(ahead.drained))
-            queued = _QueuedPage(page, connection, size - drained, ahead.printed_s,
-                                 ahead.started_at)  # fmt: skip
-        self._page_bytes = max(1, size)
-        self._queued_bytes += queued.size
-        self.queued += 1
-        self._queue.put_nowait(queued)
+            head_start_s, started_at = ahead.printed_s, ahead.started_at
+        self._page_bytes = max(1, size // copies)
+        batch = object()
+        left = size - drained
+        for copy in range(copies):
+            share = left // copies + (1 if copy < left % copies else 0)
+            queued = _QueuedPage(page, connection, share, head_start_s if copy == 0 else 0.0,
+                                 started_at if copy == 0 else None, watcher, batch)  # fmt: skip
+            self._queued_bytes += queued.size
+            self.queued += 1
+            self._batches[batch] += 1
+            self._queue.put_nowait(queued)
         self.notify()
+
+    def view(self) -> HeadView:
+        """The head as a status answer reports it."""
+        current = self._current.batch if self._current is not None else None
+        remaining = self._batches.get(current, 0) + (1 if current is not None else 0)
+        waiting = sum(1 for batch in self._batches if batch is not current)
+        return HeadView(formats_waiting=waiting, labels_remaining=remaining,
+                        buffer_full=self.room() == 0, printing=self.printing)  # fmt: skip
 
     def submit_process_id(
         self, process_id: bytes, connection: int, reply: Callable[[bytes], None]
@@ -199,10 +183,14 @@ class PrintHead:
         self._queue.put_nowait(_ProcessIdRequest(process_id, connection, reply))
         self.notify()
 
-    def discard(self, page: Page, connection: int, reason: str) -> None:
+    def discard(
+        self, page: Sheet, connection: int, reason: str, watcher: PageWatcher | None = None
+    ) -> None:
         self.counters.discarded += 1
         job_ids = job_ids_in(page.text)
         logger.warning("connection %d: page for %s not printed: %s", connection, job_ids, reason)
+        if watcher is not None:
+            watcher.lost(page)
         self.notify()
 
     def flush(self, reason: str) -> None:
@@ -212,7 +200,7 @@ class PrintHead:
             item = self._queue.get_nowait()
             if isinstance(item, _QueuedPage):
                 self._dequeued(item)
-                self.discard(item.page, item.connection, reason)
+                self.discard(item.page, item.connection, reason, item.watcher)
             else:
                 self.counters.process_ids_dropped += 1
         self.notify()
@@ -258,6 +246,7 @@ class PrintHead:
                 continue
             self._dequeued(queued)
             self.printing = True
+            self._current = queued
             self._printing_left = queued.size
             self.notify()
             try:
@@ -267,6 +256,7 @@ class PrintHead:
                 logger.exception("connection %d: printing a page failed", queued.connection)
             finally:
                 self.printing = False
+                self._current = None
                 self._printing_left = 0
                 self.notify()
 
@@ -282,7 +272,7 @@ class PrintHead:
         try:
             last = loop.time()
             while self._ahead is ahead and self._queue.empty() and not self._faulted():
-                if self.condition.frozen:
+                if self.condition.held:
                     return
                 now = loop.time()
                 seconds = self.condition.ms_per_badge / 1000
@@ -302,10 +292,14 @@ class PrintHead:
     def _dequeued(self, queued: _QueuedPage) -> None:
         self._queued_bytes -= queued.size
         self.queued -= 1
+        self._batches[queued.batch] -= 1
+        if self._batches[queued.batch] <= 0:
+            del self._batches[queued.batch]
 
     async def _thawed(self) -> None:
-        """While frozen the head stands still, holding what it has."""
-        while self.condition.frozen:
+        """While held (frozen, or a fault the printer keeps its buffer through) the head
+        stands still, holding what it has."""
+        while self.condition.held:
             await self._changed.wait()
 
     def _answer(self, request: _ProcessIdRequest) -> None:
@@ -319,10 +313,12 @@ class PrintHead:
 
     async def _print(self, queued: _QueuedPage) -> None:
         started_at = queued.started_at or time.time()
-        if await self._fault_struck_within(queued.size, queued.head_start_s):
+        if queued.watcher is not None:
+            queued.watcher.started(queued.page)
+        if await self._fault_struck_within(queued):
             # The badge was still going through the printer: it is ruined.
             reason = f"{self.condition.fault} while printing"
-            self.discard(queued.page, queued.connection, reason)
+            self.discard(queued.page, queued.connection, reason, queued.watcher)
             return
         at = time.time()
         sequence = next(self._sequence)
@@ -331,21 +327,25 @@ class PrintHead:
             logger.warning("one page carries several job footers %s: one print", job_ids)
         job_id = job_ids[-1] if job_ids else None
         path = self.out_dir / f"{sequence:06d}-{job_id or 'no-job'}.png"
-        raster, png = await asyncio.to_thread(_save_picture, queued.page, path)
+        width = self.condition.media.width_dots
+        raster, png = await asyncio.to_thread(save_picture, queued.page, path, width)
         page = queued.page
         badge = PrintedBadge(sequence, job_id, at, png, raster, page.text, queued.connection,
                              started_at)  # fmt: skip
         self.printed.append(badge)
         logger.info("printed #%d job_id=%s png=%s", sequence, job_id, png)
+        if queued.watcher is not None:
+            queued.watcher.printed(page)
         self.notify()
 
-    async def _fault_struck_within(self, size: int, head_start_s: float = 0.0) -> bool:
+    async def _fault_struck_within(self, queued: _QueuedPage) -> bool:
         """Print for the current `ms_per_badge`, releasing the page's buffer bytes as it goes.
 
         `head_start_s` of it were printed while it arrived. A speed change applies
         to the page on the head too (setting 0 finishes it). Stops early, True, if
-        the printer faults meanwhile.
+        the printer faults meanwhile and the page is lost.
         """
+        size, head_start_s = queued.size, queued.head_start_s
         loop = asyncio.get_running_loop()
         started = loop.time() - head_start_s
         while not self._faulted():
@@ -354,6 +354,17 @@ class PrintHead:
                 frozen_at = loop.time()
                 await self._thawed()
                 started += loop.time() - frozen_at
+                continue
+            if self.condition.held:
+                # An error the printer keeps its buffer through (a Zebra's paper out):
+                # the label it was on comes out part printed, and is printed again
+                # once the error clears (^JZY, the default), or not at all (^JZN).
+                if not (isinstance(queued.page, Label) and queued.page.reprint_after_error):
+                    return True
+                self.discard(queued.page, queued.connection, f"{self.condition.fault} while "
+                             "printing; printed again once it clears")  # fmt: skip
+                await self._thawed()
+                started, head_start_s = loop.time(), 0.0
                 continue
             seconds = self.condition.ms_per_badge / 1000
             left = started + seconds - loop.time()
@@ -367,14 +378,3 @@ class PrintHead:
 
     def _faulted(self) -> bool:
         return self.condition.clears_buffer
-
-
-def _save_picture(page: Page, path: Path) -> tuple[Image.Image | None, Path | None]:
-    raster = page.raster()
-    try:
-        render_page(page).save(path, format="PNG")
-    except Exception:
-        # The badge came out all the same: record it without its picture.
-        logger.exception("could not save %s", path)
-        return raster, None
-    return raster, path

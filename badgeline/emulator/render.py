@@ -36,9 +36,9 @@ MAX_RENDER_HEIGHT = 32768
 _Piece = tuple[Image.Image, Align] | int
 
 
-def render_page(page: Page) -> Image.Image:
+def render_page(page: Page, paper_width_dots: int = PAPER_WIDTH_DOTS) -> Image.Image:
     """A 1-bit picture of the page: its elements top to bottom, each aligned as sent."""
-    width = max([PAPER_WIDTH_DOTS, *(_scaled_width(block) for block in page.rasters)])
+    width = max([paper_width_dots, *(_scaled_width(block) for block in page.rasters)])
     pieces: list[_Piece] = []
     used = 2 * MARGIN_DOTS
     for element in _trim_trailing(page.elements):

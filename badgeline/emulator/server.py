@@ -1,9 +1,10 @@
 """The emulator as a process component: a printer port, a control API, one print head.
 
-The printer port (port.py) takes ESC/POS over TCP from any number of
-connections; the print head (printhead.py) prints what they cut, one badge at
-a time, and keeps the ground truth of what came out; the control API
-(control.py) is how tests and the demo jam, slow and read the printer.
+The printer port (port.py) takes the printer's language (ESC/POS, ZPL or
+Brother QL raster: language.py) over TCP from any number of connections;
+the print head (printhead.py) prints what they cut, one badge at a time,
+and keeps the ground truth of what came out; the control API (control.py)
+is how tests and the demo jam, slow and read the printer.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Any
 from aiohttp import web
 
 from badgeline.emulator.control import create_control_app
+from badgeline.emulator.families import family as family_for
+from badgeline.emulator.language import Family, Language, fault_error
+from badgeline.emulator.media import Media
 from badgeline.emulator.port import PrinterPort
 from badgeline.emulator.printhead import DEFAULT_BUFFER_BYTES, PrintedBadge, PrintHead
 from badgeline.emulator.state import Fault, PrinterCondition
@@ -26,7 +30,9 @@ logger = logging.getLogger(__name__)
 
 
 class PrinterEmulator:
-    """An ESC/POS network printer. Port 0 picks a free port; read `port` after `start()`."""
+    """A network printer speaking `language` (ESC/POS by default). Port 0 picks a free
+    port; read `port` after `start()`. ValueError for a fault or media the printer
+    cannot have."""
 
     def __init__(
         self,
@@ -39,14 +45,22 @@ class PrinterEmulator:
         ms_per_badge: int = 0,
         buffer_bytes: int = DEFAULT_BUFFER_BYTES,
         write_only: bool = False,
+        language: Language | str = Language.ESCPOS,
+        model: str | None = None,
+        media: Media | None = None,
     ) -> None:
         self.host = host
         self.out_dir = Path(out_dir).resolve()
-        self.condition = PrinterCondition(fault, ms_per_badge)
+        self.family: Family = family_for(language, model)
+        if (problem := fault_error(self.family, Fault(fault))) is not None:
+            raise ValueError(problem)
+        loaded = self.family.check_media(media or self.family.default_media())
+        self.condition = PrinterCondition(fault, ms_per_badge, holds=self.family.holds,
+                                          media=loaded)  # fmt: skip
         self._requested_ports = (port, control_port)
         self._bound_ports: tuple[int, int] | None = None
         self._head = PrintHead(self.condition, self.out_dir, buffer_bytes)
-        self._port = PrinterPort(self.condition, self._head, write_only=write_only)
+        self._port = PrinterPort(self.condition, self._head, self.family, write_only=write_only)
         self._control_runner: web.AppRunner | None = None
         self._head_task: asyncio.Task[None] | None = None
 
@@ -119,6 +133,8 @@ class PrinterEmulator:
 
     @fault.setter
     def fault(self, value: Fault) -> None:
+        if (problem := fault_error(self.family, Fault(value))) is not None:
+            raise ValueError(problem)
         if value != self.condition.fault:
             logger.info("fault %s -> %s", self.condition.fault, value)
         self.condition.fault = value
@@ -126,6 +142,24 @@ class PrinterEmulator:
             self._head.flush(f"the buffer was cleared: {value}")
             self._port.spoil_pages()
         self._head.notify()
+
+    @property
+    def language(self) -> Language:
+        return self.family.language
+
+    @property
+    def media(self) -> Media:
+        """What is loaded: labels are laid out on it and status replies report it."""
+        return self.condition.media
+
+    @media.setter
+    def media(self, value: Media) -> None:
+        self.condition.media = self.family.check_media(value)
+        logger.info("media loaded: %s", self.condition.media)
+
+    def media_status(self) -> dict[str, Any]:
+        return {"language": str(self.family.language), "model": self.family.model,
+                **self.condition.media.row()}  # fmt: skip
 
     @property
     def ms_per_badge(self) -> int:

@@ -1,4 +1,6 @@
-"""Simulated printer condition and the DLE EOT status bytes a real Epson printer sends for it.
+"""Simulated printer condition, shared by every language, and the DLE EOT status bytes
+a real Epson printer sends for it (the ZPL and Brother QL replies are in zpl/status.py
+and brother_ql/status.py).
 
 Every DLE EOT n reply is one byte. Bits 1 and 4 are always 1 and bit 7 is
 always 0, so a healthy printer answers 0x12 to every n. The bits that carry
@@ -23,6 +25,8 @@ What each fault answers (n=1 / n=2 / n=3 / n=4):
     paper_out   0x1A / 0x32 / 0x12 / 0x7E   the near-end sensor sits before
                                             the end sensor, so both report
     offline     no answer at all: a printer that is switched off or hung
+    ribbon_out, paused  not ESC/POS faults: a thermal receipt printer has no
+                ribbon and no pause key (label printers only, language.py)
     frozen      no answer and nothing read or printed, the buffer kept: a
                 printer that hung mid-badge, or whose cable is out. TCP
                 holds the sender's bytes; it all goes on when it thaws
@@ -34,6 +38,8 @@ checked in that order, and n=1 with mask 0x08; these bytes satisfy both.
 from __future__ import annotations
 
 from enum import StrEnum
+
+from badgeline.emulator.media import Media
 
 STATUS_BASE = 0x12  # bits 1 and 4 fixed to 1, bit 7 fixed to 0
 
@@ -60,6 +66,8 @@ class Fault(StrEnum):
     PAPER_LOW = "paper_low"
     OFFLINE = "offline"
     FROZEN = "frozen"
+    RIBBON_OUT = "ribbon_out"
+    PAUSED = "paused"
 
 
 # Faults under which the printer keeps printing: near-end still leaves paper.
@@ -90,17 +98,35 @@ def status_reply(fault: Fault, query: int) -> bytes | None:
     """The byte answering `DLE EOT query`, or None when the printer stays silent."""
     if fault in (Fault.OFFLINE, Fault.FROZEN) or query not in STATUS_QUERIES:
         return None
-    return bytes([STATUS_BASE | _STATUS_BITS[fault].get(query, 0)])
+    return bytes([STATUS_BASE | _STATUS_BITS.get(fault, {}).get(query, 0)])
+
+
+# An Epson printer keeps its buffer only while hung (frozen); every other fault clears it.
+ESCPOS_HOLDS = frozenset({Fault.FROZEN})
 
 
 class PrinterCondition:
-    """What the control API can change: the current fault and the print speed."""
+    """What the control API can change: the current fault, the print speed, the media.
+
+    `holds` are the faults under which this printer keeps what it has received
+    and prints it once the fault clears (the language decides: a Zebra keeps
+    its formats through a paper out, an Epson or a Brother clears its buffer).
+    """
 
     MAX_MS_PER_BADGE = 600_000
 
-    def __init__(self, fault: Fault = Fault.NONE, ms_per_badge: int = 0) -> None:
+    def __init__(
+        self,
+        fault: Fault = Fault.NONE,
+        ms_per_badge: int = 0,
+        *,
+        holds: frozenset[Fault] = ESCPOS_HOLDS,
+        media: Media | None = None,
+    ) -> None:
+        self.holds = holds | {Fault.FROZEN}
         self.fault = fault
         self.ms_per_badge = ms_per_badge
+        self.media = media or Media(dpi=203, width_dots=576, length_dots=0)
 
     @property
     def fault(self) -> Fault:
@@ -130,9 +156,21 @@ class PrinterCondition:
         return self._fault is Fault.FROZEN
 
     @property
+    def held(self) -> bool:
+        """Stopped with everything kept: frozen, or a fault this printer holds its buffer
+        through. Nothing prints until it clears."""
+        return self._fault in self.holds
+
+    @property
+    def keeps_data(self) -> bool:
+        """What arrives now is kept (printed now or once the fault clears)."""
+        return self.can_print or self.held
+
+    @property
     def clears_buffer(self) -> bool:
-        """A fault that stops printing and empties the buffer (every one but frozen)."""
-        return not self.can_print and not self.frozen
+        """A fault that stops printing and empties the buffer (for ESC/POS every one but
+        frozen)."""
+        return not self.can_print and not self.held
 
     def status_reply(self, query: int) -> bytes | None:
         return status_reply(self._fault, query)

@@ -11,7 +11,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.protocol.failures import FailureReason
 from badgeline.protocol.job import PrintJob
-from badgeline.protocol.states import AckResult, Confirmation, JobState, PaperLevel, PrinterState
+from badgeline.protocol.states import (
+    AckResult,
+    Confirmation,
+    JobState,
+    PaperLevel,
+    PrinterLanguage,
+    PrinterState,
+)
 
 MAX_ERROR_TEXT = 500
 
@@ -32,6 +39,11 @@ class PrinterHealthReport(StrictModel):
     cover_open: bool = False
     paper: PaperLevel = PaperLevel.OK
     ribbon_pct: int | None = Field(default=None, ge=0, le=100)
+    # Unset for printers without a pause state (ESC/POS, Brother QL): agents send only
+    # what they know, so an ESC/POS agent's report is what older coordinators take.
+    paused: bool | None = Field(
+        default=None, description="the printer is paused (a Zebra's PAUSE key, or ~PP)"
+    )
     detail: str | None = Field(default=None, max_length=200)
 
 
@@ -44,6 +56,11 @@ class HeartbeatRequest(StrictModel):
     confirmation: Confirmation | None = Field(
         default=None,
         description="how this printer's badges are confirmed printed; none: not known yet",
+    )
+    language: PrinterLanguage | None = Field(
+        default=None,
+        description="the language the printer speaks; none: escpos (agents leave it out for"
+        " an ESC/POS printer, so their heartbeats stay what older coordinators take)",
     )
 
 

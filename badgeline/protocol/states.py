@@ -52,6 +52,12 @@ class Confirmation(StrEnum):
 
     # The printer's own word that the badge is out (ESC/POS GS ( H process ID).
     PROCESS_ID = "process_id"
+    # A Zebra's ~HS host status after the label: no format waiting, none half
+    # received, no label of the batch left to print (ZPL II Programming Guide, ~HS).
+    HOST_STATUS = "host_status"
+    # A Brother QL's own "printing completed" status for the label (Raster Command
+    # Reference, ESC i S status: status type 01h).
+    PRINT_COMPLETED = "print_completed"
     # A healthy status right after the badge: it may still have been in the buffer.
     STATUS = "status"
     # A write-only printer took the bytes; it cannot say whether the badge came out.
@@ -60,8 +66,19 @@ class Confirmation(StrEnum):
 
 CONFIRMATION_GUARANTEES = {
     Confirmation.PROCESS_ID: "printed: the printer said the badge was out",
+    Confirmation.HOST_STATUS: "printed: the Zebra's host status said no label was waiting"
+    " or printing after the badge",
+    Confirmation.PRINT_COMPLETED: "printed: the Brother said it had completed printing the badge",
     Confirmation.STATUS: "sent, then the printer was healthy: the badge may still have"
     " been in its buffer",
     Confirmation.SENT: "sent: a write-only printer took the bytes and cannot say whether"
     " the badge came out",
 }
+
+
+class PrinterLanguage(StrEnum):
+    """The language a printer speaks: its printer family (the agent's `[printer] language`)."""
+
+    ESCPOS = "escpos"  # Epson TM and clones: receipt paper
+    ZPL = "zpl"  # Zebra ZPL II desktop label printers
+    BROTHER_QL = "brother_ql"  # Brother QL raster label printers

@@ -189,7 +189,7 @@ def _agent_doc_blocks() -> list[str]:
 def test_the_documented_agent_examples_load(tmp_path: Path) -> None:
     # Every [printer] snippet in docs/config.md with the minimal keys, and every full example.
     blocks = _agent_doc_blocks()
-    assert len(blocks) == 7
+    assert len(blocks) == 12  # 7 ESC/POS and general, 5 label printers
     head = MINIMAL.split("[printer]")[0]
     for block in blocks:
         text = block.replace('"…"', '"t"')

@@ -50,14 +50,14 @@ async def test_the_worker_starts_with_a_badge_and_exits_when_idle(
             assert preparer.worker_pid is None  # an idle agent is one process
             first = await preparer.prepare(ticket(pdf.as_uri(), "job-1"))
             pid = preparer.worker_pid
-            assert first.escpos and pid is not None
+            assert first.data and pid is not None
 
             async def worker_gone() -> bool:
                 return preparer.worker_pid is None and not alive(pid)
 
             await wait_for(worker_gone, timeout_s=10)
             again = await preparer.prepare(ticket(pdf.as_uri(), "job-1"))
-            assert again.escpos == first.escpos  # a new worker renders the same bytes
+            assert again.data == first.data  # a new worker renders the same bytes
             assert preparer.worker_pid not in (None, pid)
         finally:
             await preparer.close()

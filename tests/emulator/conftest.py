@@ -28,6 +28,12 @@ class PrinterClient:
     async def read_exactly(self, count: int) -> bytes:
         return await asyncio.wait_for(self.reader.readexactly(count), WAIT_S)
 
+    async def read_until(self, separator: bytes, times: int = 1) -> bytes:
+        reply = b""
+        for _ in range(times):
+            reply += await asyncio.wait_for(self.reader.readuntil(separator), WAIT_S)
+        return reply
+
     async def finish(self) -> None:
         """Half-close and wait for the printer to close: it has then read everything."""
         self.writer.write_eof()
@@ -72,3 +78,29 @@ async def connect(
 async def control(emulator: PrinterEmulator) -> AsyncIterator[ClientSession]:
     async with ClientSession(f"http://127.0.0.1:{emulator.control_port}") as session:
         yield session
+
+
+StartPrinter = Callable[..., Awaitable[tuple[PrinterEmulator, PrinterClient]]]
+
+
+@pytest.fixture
+async def start_printer(tmp_path: Path) -> AsyncIterator[StartPrinter]:
+    """Start an emulator with these options and connect one host to it; both are
+    closed at the end of the test."""
+    started: list[tuple[PrinterEmulator, PrinterClient]] = []
+
+    async def start(**options: object) -> tuple[PrinterEmulator, PrinterClient]:
+        out = tmp_path / f"printed-{len(started)}"
+        printer = PrinterEmulator("127.0.0.1", 0, 0, out, **options)  # type: ignore[arg-type]
+        await printer.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", printer.port)
+        started.append((printer, PrinterClient(reader, writer)))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for printer, client in started:
+            if not client.writer.is_closing():
+                await client.close()
+            await printer.stop()

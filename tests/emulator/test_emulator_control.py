@@ -6,6 +6,7 @@ import pytest
 from aiohttp import ClientSession
 
 from badgeline.emulator import Fault, PrinterEmulator
+from badgeline.emulator.escpos import EscPosFamily
 from tests.emulator.escpos_builders import badge_job
 
 
@@ -35,7 +36,7 @@ async def test_given_a_fresh_printer_then_status_reports_its_condition(
     }
 
 
-@pytest.mark.parametrize("fault", [fault.value for fault in Fault])
+@pytest.mark.parametrize("fault", sorted(EscPosFamily.faults))
 async def test_given_a_valid_fault_when_posted_then_the_printer_takes_it(
     emulator: PrinterEmulator, control: ClientSession, fault: str
 ):
@@ -44,6 +45,22 @@ async def test_given_a_valid_fault_when_posted_then_the_printer_takes_it(
         assert (await response.json())["fault"] == fault
 
     assert emulator.fault == Fault(fault)
+
+
+@pytest.mark.parametrize("fault", ["ribbon_out", "paused"])
+async def test_given_a_label_printer_fault_then_an_escpos_printer_refuses_it_by_name(
+    emulator: PrinterEmulator, control: ClientSession, fault: str
+):
+    # GIVEN an ESC/POS printer, which has no ribbon and no pause key
+    # WHEN a label printer's fault is posted
+    async with control.post("/fault", json={"fault": fault}) as response:
+        assert response.status == 422
+        error = (await response.json())["error"]
+    # THEN it is refused, saying which faults this printer has, and nothing changes
+    assert error["code"] == "validation_failed"
+    assert error["fields"][0]["loc"] == ["fault"]
+    assert f"no fault {fault}" in error["message"] and "paper_out" in error["message"]
+    assert emulator.fault == Fault.NONE
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,13 @@
 """How a printer's badges are confirmed printed: as configured, or learned ("auto").
 
 `print_confirmation` names the evidence the print loop waits for: the printer's
-answer to a GS ( H process ID request sent after the badge (`process_id`), a
-healthy DLE EOT status right after it (`status`), or the printer having taken
-every byte (`sent`, for write-only printers). With `auto` the first badge
-teaches which one this printer gives: an answer proves GS ( H; a printer that
+own word that the badge is out (an ESC/POS printer's answer to a GS ( H process
+ID request sent after the badge, `process_id`; a Zebra's `~HS` showing no label
+left, `host_status`; a Brother QL's "printing completed", `print_completed`), a
+healthy status right after it (`status`), or the printer having taken every
+byte (`sent`, for write-only printers). A label printer's `auto` is its own
+word (its family says which, printers/family.py). An ESC/POS printer's `auto`
+is learned from the first badge: an answer proves GS ( H; a printer that
 stays online through a whole timeout without answering, and then leaves a bare
 request unanswered too, does not know it.
 """
@@ -21,6 +24,8 @@ from badgeline.protocol.states import Confirmation
 # How long an idle printer that knows GS ( H may take to answer a bare request
 # (see `learn`); one that does not know it costs this once per start.
 SUPPORT_CHECK_S = 2.0
+# The confirmations that wait for the printer's own word that a badge is out.
+_PRINTERS_WORD = frozenset({"process_id", "host_status", "print_completed"})
 
 
 class ConfirmationPolicy:
@@ -33,21 +38,25 @@ class ConfirmationPolicy:
         # With "auto": whether the printer answers GS ( H, once a badge has shown it.
         self.process_id_support: bool | None = None
 
-    def by_process_id(self) -> bool:
-        """Whether the next badge is followed by a process ID request."""
+    def by_printer(self) -> bool:
+        """Whether the next badge waits for the printer's own word (a process ID, a
+        label printer's status or notice) that it is out."""
         if self.configured == "auto":
             return self.process_id_support is not False
-        return self.configured == "process_id"
+        return self.configured in _PRINTERS_WORD
 
-    def proven_process_id(self) -> bool:
-        """Whether the printer is known to answer GS ( H (so badges may be pipelined)."""
+    def pipelines(self) -> bool:
+        """Whether badges may be pipelined: the printer is known to answer GS ( H, which
+        tells badges apart (a label printer's word does not: one label at a time)."""
         return self.configured == "process_id" or bool(self.process_id_support)
 
     def in_use(self) -> Confirmation | None:
         """How badges are confirmed now (None: "auto", not learned from a badge yet)."""
         if self.configured == "sent":
             return Confirmation.SENT
-        if self.proven_process_id():
+        if self.configured in (Confirmation.HOST_STATUS, Confirmation.PRINT_COMPLETED):
+            return Confirmation(self.configured)
+        if self.pipelines():
             return Confirmation.PROCESS_ID
         if self.configured == "status" or self.process_id_support is False:
             return Confirmation.STATUS
@@ -78,7 +87,7 @@ class ConfirmationPolicy:
 
     def doubt(self, completion: Completion) -> str:
         """Why a badge that was not confirmed may not have come out."""
-        if completion.outcome is Outcome.TIMED_OUT:
+        if completion.outcome is Outcome.TIMED_OUT and self.configured in ("auto", "process_id"):
             hint = 'a printer without GS ( H needs print_confirmation = "status"'
             log_event("print_confirmation_timed_out", logging.WARNING,
                       printer_id=self.printer_id, detail=completion.detail, hint=hint)  # fmt: skip

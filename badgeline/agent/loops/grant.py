@@ -35,7 +35,9 @@ class GrantedBadge:
 
     badge: PreparedBadge
     fence: int
-    process_id: bytes | None = None  # its GS ( H request, once written
+    # What its confirmation waits for, once written: its GS ( H process ID, or its
+    # label printer's count of answers or notices when it went (printers/family.py).
+    mark: Any = None
     deadline: float = 0.0  # loop time by which its answer must have come
     pause_s: float = FIRST_POLL_S  # the next pause between polls of its confirmation
     interruptions: int = 0  # the printer faults the agent had seen when it was sent

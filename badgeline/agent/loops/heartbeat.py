@@ -22,7 +22,7 @@ from badgeline.agent.retry import (
 )
 from badgeline.log import log_event
 from badgeline.protocol.agent_models import HeartbeatRequest
-from badgeline.protocol.states import Confirmation
+from badgeline.protocol.states import Confirmation, PrinterLanguage
 
 # The coordinator says how often to heartbeat (it counts a late beat as missed);
 # a bad or hostile answer must neither flood it nor silence this printer for long.
@@ -51,8 +51,11 @@ class Heartbeat:
         interval_s: float,
         backoff: Backoff,
         confirmation: Callable[[], Confirmation | None] = lambda: None,
+        language: PrinterLanguage = PrinterLanguage.ESCPOS,
     ) -> None:
         self.confirmation = confirmation
+        # Left out of an ESC/POS printer's beats (None): what older coordinators take.
+        self.language = None if language is PrinterLanguage.ESCPOS else language
         self.client = client
         self.journal = journal
         self.watch = watch
@@ -99,6 +102,7 @@ class Heartbeat:
             journal=counts,
             labels=self.labels,
             confirmation=self.confirmation(),
+            language=self.language,
         )
         try:
             answer = await self.client.heartbeat(beat)

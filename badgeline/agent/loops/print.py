@@ -6,10 +6,13 @@ The order is the whole point (invariants 5 and 6):
    and the badge is never printed;
 2. journal the grant (fsynced) before a single byte goes to the printer, so
    that after a power cut the agent knows this badge may have printed;
-3. send the ESC/POS bytes; a write that fails within the badge is journaled
-   `failed`, one that fails only after its cut is `uncertain`;
-4. confirm: wait for the printer's answer to a GS ( H process ID request,
-   which it sends only once the badge is on paper (printers/completion.py);
+3. send the badge's bytes (in its printer's language, printers/family.py); a
+   write that fails within the badge is journaled `failed`, one that fails only
+   after its cut is `uncertain`;
+4. confirm: wait for the printer's own word that the badge is out: its answer
+   to a GS ( H process ID request, which it sends only once the badge is on
+   paper (printers/completion.py), a Zebra's `~HS` with no label left, a
+   Brother QL's "printing completed" (printers/zpl/, printers/brother_ql/);
    a fault, silence or no answer in time leaves the badge `uncertain`: it may
    have died in the printer's buffer, or come out. The agent never prints it
    again on its own; the coordinator's `uncertain_policy` decides.
@@ -179,7 +182,7 @@ class PrintLoop:
 
     def _depth_now(self) -> int:
         """Pipeline only on a printer that confirms by GS ( H (proven, with "auto")."""
-        if self.policy.proven_process_id():
+        if self.policy.pipelines():
             return self.depth
         return 1
 
@@ -191,13 +194,13 @@ class PrintLoop:
             await self._finish(granted, AckResult.FAILED, reason)
             log_event("print_failed", logging.WARNING, error=reason, **granted.trace())
             return
-        by_process_id = self.policy.by_process_id()
+        by_printer = self.policy.by_printer()
         granted.interruptions = self.watch.interruptions
         try:
-            if by_process_id:
-                granted.process_id = await self.link.send_marked(granted.badge.escpos)
+            if by_printer:
+                granted.mark = await self.link.send_marked(granted.badge.data)
             else:
-                await self.link.write(granted.badge.escpos)
+                await self.link.write(granted.badge.data)
         except MarkNotSentError as error:
             # The badge reached the printer whole, cut included: it may come out.
             await self._lose_in_flight(f"the printer link failed behind it: {error}")
@@ -215,7 +218,7 @@ class PrintLoop:
             log_event("print_failed", logging.WARNING, error=reason, **granted.trace())
             self.watch.request_probe()
             return
-        if by_process_id:
+        if by_printer:
             granted.deadline = asyncio.get_running_loop().time() + self.confirm_timeout_s
             granted.last_byte = self.link.bytes_sent()
             self.in_flight.append(granted)
@@ -246,12 +249,12 @@ class PrintLoop:
 
     async def _confirm_oldest(self) -> None:
         oldest = self.in_flight[0]
-        assert oldest.process_id is not None
+        assert oldest.mark is not None
         loop = asyncio.get_running_loop()
         pause_s = min(oldest.pause_s, max(0.0, oldest.deadline - loop.time()))
         if len(self.in_flight) < self._depth_now() and self._unfinished > len(self.in_flight):
             pause_s = min(pause_s, PIPELINE_POLL_S)  # a badge being granted goes out soon
-        completion = await self.link.poll_printed(oldest.process_id, pause_s)
+        completion = await self.link.poll_printed(oldest.mark, pause_s)
         if completion is None:
             if loop.time() < self._confirm_deadline(oldest):
                 oldest.pause_s = min(2 * oldest.pause_s, DEFAULT_POLL_S)
@@ -311,7 +314,7 @@ class PrintLoop:
     async def _finish_printed_or_doubted(self, granted: GrantedBadge, doubt: str | None) -> None:
         if doubt is None:
             await self._finish(granted, AckResult.PRINTED, None)
-            log_event("badge_printed", bytes=len(granted.badge.escpos), **granted.trace())
+            log_event("badge_printed", bytes=len(granted.badge.data), **granted.trace())
         else:
             await self._finish(granted, AckResult.UNCERTAIN, doubt)
             log_event("print_uncertain", logging.WARNING, error=doubt, **granted.trace())

@@ -28,12 +28,15 @@ NOT_PROBED_YET = PrinterHealthReport(reachable=False, detail="not probed yet")
 
 
 def can_print(report: PrinterHealthReport) -> bool:
-    """Whether a badge sent now would come out: reachable, closed, not jammed, has paper."""
+    """Whether a badge sent now would come out: reachable, closed, not jammed, has paper
+    (and, on a label printer, ribbon, and is not paused)."""
     return (
         report.reachable
         and not report.jammed
         and not report.cover_open
         and report.paper is not PaperLevel.OUT
+        and not report.paused
+        and report.ribbon_pct != 0
     )
 
 

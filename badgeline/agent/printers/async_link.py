@@ -30,24 +30,23 @@ from badgeline.agent.printers.errors import (
     PrinterLinkError,
     StatusUnavailableError,
 )
+from badgeline.agent.printers.family import EscposFamily, Mark, PrinterFamily
 from badgeline.agent.printers.link import LinkIo, PrinterLink
 from badgeline.agent.printers.realtime_status import (
-    StatusQuery,
     busy_report,
     is_busy_report,
     probe_health,
 )
 from badgeline.protocol.agent_models import PrinterHealthReport
 
-# Worst case of one probe: open, then per query a drain, a send and a reply wait.
-_PROBE_STEPS = 1 + 3 * len(StatusQuery)
-
 
 class AsyncPrinterLink:
     """Async wrapper of a PrinterLink; usable as ``async with``."""
 
-    def __init__(self, link: PrinterLink) -> None:
+    def __init__(self, link: PrinterLink, family: PrinterFamily | None = None) -> None:
         self.link = link
+        # The printer's language: its status, and how its badges are confirmed.
+        self.family = family or EscposFamily()
         self._process_ids = ProcessIds()
         # The printer's last real answer, which a busy printer's report keeps.
         self._last_answer: PrinterHealthReport | None = None
@@ -57,7 +56,7 @@ class AsyncPrinterLink:
 
     @property
     def probe_backstop_s(self) -> float:
-        return self.link.timeout_s * _PROBE_STEPS + 1.0
+        return self.link.timeout_s * self.family.probe_steps + 1.0
 
     async def open(self) -> None:
         await asyncio.to_thread(self.link.open)
@@ -78,7 +77,9 @@ class AsyncPrinterLink:
             return busy_report(self.link, self._last_answer)
         try:
             async with asyncio.timeout(self.probe_backstop_s):
-                report = await asyncio.to_thread(probe_health, self.link, self._last_answer)
+                report = await asyncio.to_thread(
+                    probe_health, self.link, self._last_answer, self.family.read_health
+                )
                 self.last_probe_returned = time.monotonic()
         except TimeoutError:
             return PrinterHealthReport(
@@ -101,12 +102,16 @@ class AsyncPrinterLink:
         """Bytes of those the printer has taken; no I/O."""
         return self.link.bytes_taken()
 
-    async def send_marked(self, data: bytes) -> bytes:
+    async def send_marked(self, data: bytes) -> Mark:
         """Write a badge followed by its own process ID request; returns the ID to wait for.
 
         For pipelined printing: the printer answers each request once everything
         before it is on paper, so the answers come in the order the badges went.
+        A label printer's badge goes alone, and the mark is its family's count of
+        the answers or notices so far (family.py).
         """
+        if not isinstance(self.family, EscposFamily):
+            return await asyncio.to_thread(self.link.write_marked, data, self.family.mark)
         process_id = self._process_ids.next()
         await self.write(data)
         # A write of its own: a failure of the request alone leaves the badge whole
@@ -118,10 +123,14 @@ class AsyncPrinterLink:
             raise MarkNotSentError(str(error)) from error
         return process_id
 
-    async def poll_printed(self, process_id: bytes, pause_s: float) -> Completion | None:
-        """One poll of the wait for `send_marked`'s answer (see `poll_process_id`);
-        None: not yet. Never raises; the link is free again between polls."""
-        exchange = partial(poll_process_id, process_id=process_id, pause_s=pause_s)
+    async def poll_printed(self, mark: Mark, pause_s: float) -> Completion | None:
+        """One poll of the wait for `send_marked`'s answer (see `poll_process_id`, or the
+        family's own); None: not yet. Never raises; the link is free between polls."""
+        exchange: Callable[[LinkIo], Completion | None]
+        if isinstance(self.family, EscposFamily):
+            exchange = partial(poll_process_id, process_id=mark, pause_s=pause_s)
+        else:
+            exchange = partial(self.family.poll, mark=mark, pause_s=pause_s)
         return await self._completion(exchange, pause_s, "a print completion poll")
 
     async def answers_process_id(self, within_s: float) -> bool | None:

@@ -141,6 +141,7 @@ def poll_process_id(io: LinkIo, process_id: bytes, pause_s: float) -> Completion
     since it was asked and since the printer took our last byte.
     """
     replies = io.replies
+    assert isinstance(replies, ReplySorter)  # an ESC/POS link's (factory.py)
     if replies.claim(process_id):
         return Completion(Outcome.PRINTED, "process ID response received")
     if not replies.unanswered:

@@ -25,8 +25,18 @@ picks the model::
     host = "127.0.0.1"
     port = 9100
 
-The print width in dots is not here: it belongs to the agent's printer config,
-since it describes the printer, not the cable.
+Every kind also takes what the printer speaks and prints on (printers/family.py)::
+
+    language = "zpl"                  # escpos (default), zpl or brother_ql
+    model = "ZD421"                   # zpl: ZD421, ZD621, ZD411; brother_ql: QL-820NWB, …
+    dpi = 203                         # zpl: 203 or 300
+    label_width_dots = 812            # zpl: default the model's badge label (4 in, 2 in)
+    label_length_dots = 609           # zpl: default what the printer reports (~HS)
+    media = "62x100"                  # brother_ql: the DK roll, width or width x length mm
+    cut = true                        # label printers: cut each badge (zpl: ^MMC)
+
+An ESC/POS printer's width in dots is not here (`width_dots`, `escpos_profile`
+in the agent's settings): it is the paper's.
 """
 
 from __future__ import annotations
@@ -34,7 +44,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+
+from badgeline.agent.printers.family import PrinterFamily, family_for
 
 USB_ENDPOINT_IN = 0x80  # bit 7 of bEndpointAddress: set for device-to-host endpoints
 
@@ -42,6 +54,36 @@ USB_ENDPOINT_IN = 0x80  # bit 7 of bEndpointAddress: set for device-to-host endp
 class _ConnectionModel(BaseModel):
     # Strict: a config typo must fail at start-up, not as a silent default at the desk.
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    # What the printer speaks and what it prints on, beside how it is reached
+    # (printers/family.py): one `[printer]` table holds both.
+    language: Literal["escpos", "zpl", "brother_ql"] = "escpos"
+    model: str | None = Field(default=None, min_length=1, max_length=32)
+    dpi: int | None = Field(default=None, ge=100, le=600)
+    label_width_dots: int | None = Field(default=None, ge=64, le=2400)
+    label_length_dots: int | None = Field(default=None, ge=64, le=12000)
+    media: str | None = Field(default=None, min_length=1, max_length=16)
+    cut: bool | None = None
+
+    @model_validator(mode="after")
+    def known_media(self) -> _ConnectionModel:
+        """The family's settings only for it, and media its model takes."""
+        only = {"zpl": ("dpi", "label_width_dots", "label_length_dots"), "brother_ql": ("media",)}
+        for language, keys in only.items():
+            for key in keys:
+                if getattr(self, key) is not None and self.language != language:
+                    raise ValueError(f'printer.{key} is for language = "{language}"')
+        if self.language == "escpos" and (self.cut is not None or self.model is not None):
+            raise ValueError("printer.cut and printer.model are for label printers (an ESC/POS"
+                             " badge is always cut; its model is escpos_profile)")  # fmt: skip
+        self.family()  # a model or media it does not take: ValueError naming the setting
+        return self
+
+    def family(self) -> PrinterFamily:
+        """A new family object for this printer (the agent makes one and keeps it)."""
+        return family_for(self.language, model=self.model, dpi=self.dpi, media=self.media,
+                          label_width_dots=self.label_width_dots,
+                          label_length_dots=self.label_length_dots, cut=self.cut)  # fmt: skip
 
 
 # A printer holding the agent's bytes may take none of them for this long before it

@@ -54,7 +54,7 @@ from badgeline.agent.printers.errors import (
     PrinterTimeoutError,
     StatusUnavailableError,
 )
-from badgeline.agent.printers.replies import ReplySorter
+from badgeline.agent.printers.replies import Replies, ReplySorter
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +79,9 @@ class LinkIo:
     # Wait up to the given seconds for reply bytes, returning as soon as some are
     # there (without reading them); a link that cannot tell just sleeps.
     wait: Callable[[float], None] = time.sleep
-    # The link's process ID responses, kept across operations until claimed.
-    replies: ReplySorter = field(default_factory=ReplySorter)
+    # The link's replies (process ID responses, completion notices), kept across
+    # operations until claimed.
+    replies: Replies = field(default_factory=ReplySorter)
     # Whether the printer is busy taking our bytes (its silence is no answer yet).
     busy: Callable[[], bool] = lambda: False
     # Seconds since the printer last took any of our bytes (a question it has just
@@ -97,8 +98,11 @@ class PrinterLink(ABC):
         self.description = description
         self._lock = threading.RLock()
         self._is_open = False
-        # Process ID responses read by any operation, until a wait claims them.
-        self.replies = ReplySorter()
+        # How the printer's replies are read: its family's reader (ESC/POS by default).
+        self.reply_factory: Callable[[], Replies] = ReplySorter
+        # Replies read by any operation (process ID responses, completion notices),
+        # until a wait claims them.
+        self.replies: Replies = ReplySorter()
         # When the printer last took any of our bytes (monotonic), and whether a
         # write is under way: together, whether its silence means busy or gone.
         self._last_progress = time.monotonic()
@@ -107,6 +111,11 @@ class PrinterLink(ABC):
         # A write-only printer (many cheap network printers and print servers): never
         # asked anything, its health comes from the link itself.
         self.write_only = False
+        # Reply bytes read at once where a link reads in packets (USB): None, the
+        # link's own (escpos's 16). A family whose replies come in larger packets (a
+        # Brother QL's 32-byte status) sets more: libusb refuses a read shorter than
+        # the packet that arrives.
+        self.reply_chunk: int | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.description} open={self._is_open}>"
@@ -192,7 +201,7 @@ class PrinterLink(ABC):
                 raise self._unexpected(error) from error
             self._is_open = True
             # A new connection: nothing asked on the old one will be answered here.
-            self.replies = ReplySorter()
+            self.replies = self.reply_factory()
             self._sent = 0
             self.note_progress()
 
@@ -200,6 +209,15 @@ class PrinterLink(ABC):
         """Send ESC/POS bytes; returns once the printer (or its buffer) has taken them all."""
         with self._lock:
             self._guarded(lambda: self._write_chunks(data))
+
+    def write_marked(self, data: bytes, mark: Callable[[Replies], T]) -> T:
+        """Send a badge; `mark` reads the replies just before its first byte, under the
+        lock, so no status query can go out between the two (family.py: Mark)."""
+        with self._lock:
+            self.open()
+            taken = mark(self.replies)
+            self._guarded(lambda: self._write_chunks(data))
+            return taken
 
     def read_status(self, query: bytes) -> bytes | None:
         """Send one real-time status query and return the reply, or None if none came in time.
@@ -280,7 +298,7 @@ class PrinterLink(ABC):
     def _query(self, query: bytes) -> bytes | None:
         self._drain_keeping()
         self._write(query)
-        self.replies.asked()
+        self.replies.asked(query)
         # Read up to a status byte: a process ID response may come first (a badge
         # in flight), and is kept for the wait that claims it.
         while (reply := self._read_reply()) is not None:

@@ -53,6 +53,7 @@ behind them: link.py): it is reported reachable, as it last answered
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING
@@ -155,7 +156,7 @@ def health_from_status(status: StatusBytes) -> PrinterHealthReport:
         jammed=bool(error & (AUTO_CUTTER_ERROR | UNRECOVERABLE_ERROR)),
         cover_open=bool(offline & COVER_OPEN),
         paper=_paper_level(offline, paper),
-        detail=_clip("; ".join(conditions)) or None,
+        detail=clip("; ".join(conditions)) or None,
     )
 
 
@@ -177,7 +178,7 @@ def _paper_level(offline_cause: int, paper_sensor: int) -> PaperLevel:
     return PaperLevel.OK
 
 
-def _clip(text: str) -> str:
+def clip(text: str) -> str:
     return text if len(text) <= MAX_DETAIL else text[: MAX_DETAIL - 1] + "…"
 
 
@@ -198,8 +199,17 @@ def read_status_bytes(link: PrinterLink) -> StatusBytes:
     return StatusBytes(*replies)
 
 
-def probe_health(link: PrinterLink, last: PrinterHealthReport | None = None) -> PrinterHealthReport:
-    """Query the printer's real-time status. Blocking; never raises.
+def escpos_health(link: PrinterLink) -> PrinterHealthReport:
+    """DLE EOT 1-4 asked and mapped. Blocking; raises PrinterLinkError."""
+    return health_from_status(read_status_bytes(link))
+
+
+def probe_health(
+    link: PrinterLink,
+    last: PrinterHealthReport | None = None,
+    reader: Callable[[PrinterLink], PrinterHealthReport] = escpos_health,
+) -> PrinterHealthReport:
+    """Query the printer's status (`reader`: its family's queries). Blocking; never raises.
 
     `last` is the printer's last real answer: a busy printer keeps what it said
     then (paper low stays low), since it cannot say anything new until it has
@@ -212,20 +222,20 @@ def probe_health(link: PrinterLink, last: PrinterHealthReport | None = None) -> 
             return _link_health(link)
         link.open()
         if not link.can_read_status:
-            return _status_unknown(f"{link.description} cannot report status")
-        return health_from_status(read_status_bytes(link))
+            return status_unknown(f"{link.description} cannot report status")
+        return reader(link)
     except PrinterBusyError:
         return busy_report(link, last)
     except StatusUnavailableError as error:
-        return _status_unknown(str(error))
+        return status_unknown(str(error))
     except PrinterLinkError as error:
-        return PrinterHealthReport(reachable=False, detail=_clip(str(error)))
+        return PrinterHealthReport(reachable=False, detail=clip(str(error)))
     except Exception as error:
         # The print and heartbeat loops must never die on a printer: a library
         # fault we did not foresee is reported as an unreachable printer.
         logger.debug("status probe of %s failed", link.description, exc_info=True)
         return PrinterHealthReport(
-            reachable=False, detail=_clip(f"status probe failed: {type(error).__name__}: {error}")
+            reachable=False, detail=clip(f"status probe failed: {type(error).__name__}: {error}")
         )
 
 
@@ -239,7 +249,7 @@ def _link_health(link: PrinterLink) -> PrinterHealthReport:
 
 def busy_report(link: PrinterLink, last: PrinterHealthReport | None) -> PrinterHealthReport:
     """The printer is printing our bytes: reachable, as it last said, and busy."""
-    detail = _clip(f"{BUSY_DETAIL}: {link.backlog()} bytes still to take")
+    detail = clip(f"{BUSY_DETAIL}: {link.backlog()} bytes still to take")
     if last is None or not last.reachable:
         return PrinterHealthReport(reachable=True, detail=detail)
     return last.model_copy(update={"detail": detail})
@@ -249,5 +259,5 @@ def is_busy_report(report: PrinterHealthReport) -> bool:
     return (report.detail or "").startswith(BUSY_DETAIL)
 
 
-def _status_unknown(reason: str) -> PrinterHealthReport:
-    return PrinterHealthReport(reachable=True, detail=_clip(f"status unknown: {reason}"))
+def status_unknown(reason: str) -> PrinterHealthReport:
+    return PrinterHealthReport(reachable=True, detail=clip(f"status unknown: {reason}"))

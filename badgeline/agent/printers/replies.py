@@ -27,20 +27,22 @@ MAX_UNCLAIMED = 32
 
 
 @dataclass
-class ReplySorter:
-    """Splits what a printer sends into process ID responses and status bytes."""
+class Replies:
+    """What every printer family's reply reader keeps: its replies, and how many of the
+    status queries sent are still unanswered (a busy printer answers them late, in order).
 
-    process_ids: list[bytes] = field(default_factory=list)
-    status: list[int] = field(default_factory=list)
-    # Status queries sent that no status byte has answered yet, and when the
-    # oldest of them went (time.monotonic): a printer busy with our bytes
-    # answers them late, all in order, and a poll need not add to the pile.
+    Each family reads its own replies (ESC/POS: `ReplySorter` below; ZPL and Brother QL:
+    their packages' `replies` modules); the link feeds it whatever the printer sends.
+    """
+
+    # Status queries sent that no reply has answered yet, and when the oldest of
+    # them went (time.monotonic): a printer busy with our bytes answers them late,
+    # all in order, and a poll need not add to the pile.
     unanswered: int = 0
     asked_at: float | None = None
-    _pending: bytearray = field(default_factory=bytearray)
 
-    def asked(self) -> None:
-        """A status query went to the printer."""
+    def asked(self, query: bytes = b"") -> None:
+        """A status query (`query`, for families that count them by kind) went out."""
         self.unanswered += 1
         if self.asked_at is None:
             self.asked_at = time.monotonic()
@@ -53,6 +55,27 @@ class ReplySorter:
         """How long the oldest unanswered status query has waited (0: none waits)."""
         return 0.0 if self.asked_at is None else time.monotonic() - self.asked_at
 
+    def answered(self) -> None:
+        self.unanswered = max(0, self.unanswered - 1)
+        # The next unanswered query (if any) counts from now: it was asked no earlier.
+        self.asked_at = time.monotonic() if self.unanswered else None
+
+    def feed(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def take_status(self) -> bytes:
+        """The status replies read so far (as the family frames them); then forgotten."""
+        raise NotImplementedError
+
+
+@dataclass
+class ReplySorter(Replies):
+    """Splits what an ESC/POS printer sends into process ID responses and status bytes."""
+
+    process_ids: list[bytes] = field(default_factory=list)
+    status: list[int] = field(default_factory=list)
+    _pending: bytearray = field(default_factory=bytearray)
+
     def feed(self, data: bytes) -> None:
         self._pending += data
         while self._pending:
@@ -60,7 +83,7 @@ class ReplySorter:
                 byte = self._pending.pop(0)
                 if is_status_byte(byte):
                     self.status.append(byte)
-                    self._answered()
+                    self.answered()
                 continue  # anything else is noise: ignored, like the probe does
             if len(self._pending) < RESPONSE_SIZE:
                 return  # the rest of the response is still on its way
@@ -70,11 +93,6 @@ class ReplySorter:
                 del self._pending[:RESPONSE_SIZE]
             else:
                 del self._pending[:1]  # not a response after all: resynchronise
-
-    def _answered(self) -> None:
-        self.unanswered = max(0, self.unanswered - 1)
-        # The next unanswered query (if any) counts from now: it was asked no earlier.
-        self.asked_at = time.monotonic() if self.unanswered else None
 
     def claim(self, process_id: bytes) -> bool:
         """Whether the response for `process_id` has arrived; it is then taken out."""

@@ -150,6 +150,9 @@ class UsbLink(PrinterLink):
 
     def _read_reply(self) -> bytes | None:
         try:
+            if self.reply_chunk is not None:
+                device = self._printer.device
+                return bytes(device.read(self._in_endpoint, self.reply_chunk))
             # escpos's Usb._read: read(in_ep, 16) under pyusb's default timeout, set at open.
             return bytes(self._printer._read())
         except escpos_api().usb_core.USBTimeoutError:

@@ -41,6 +41,7 @@ async def printer_summary(
         "version": record.version,
         "labels": record.labels,
         "address": _advertised(browser, printer_id),
+        "language": record.language,
         **_confirmation(record.confirmation),
     }
 

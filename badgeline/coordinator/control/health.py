@@ -7,10 +7,13 @@ from badgeline.protocol.states import PaperLevel, PrinterState
 
 
 def classify_report(report: PrinterHealthReport) -> PrinterState:
-    """One heartbeat's verdict. A jam, an open cover or no paper cannot print at
-    all, so they are dead at once; an unreachable printer or low paper may still
-    recover by itself and is only degraded."""
+    """One heartbeat's verdict. A jam, an open cover, no paper, no ribbon or a
+    paused printer (a Zebra's) cannot print until someone comes, so they are dead
+    at once; an unreachable printer or low paper may still recover by itself and
+    is only degraded."""
     if report.jammed or report.cover_open or report.paper is PaperLevel.OUT:
+        return PrinterState.DEAD
+    if report.paused or report.ribbon_pct == 0:
         return PrinterState.DEAD
     if not report.reachable or report.paper is PaperLevel.LOW:
         return PrinterState.DEGRADED

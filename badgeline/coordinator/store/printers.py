@@ -8,7 +8,7 @@ from typing import Any
 
 from badgeline.coordinator.store.records import Records, text
 from badgeline.protocol.models import HeartbeatRequest
-from badgeline.protocol.states import PrinterState
+from badgeline.protocol.states import PrinterLanguage, PrinterState
 
 # Alert events (paper low/out) kept per venue, newest first.
 ALERT_EVENTS_KEPT = 500
@@ -46,6 +46,7 @@ class PrinterRecord:
     paused_reason: str  # what the operator said when pausing it ('' for nothing)
     rejecting: bool  # takes no new jobs (an operator's `reject`); its queue still prints
     rejecting_reason: str
+    language: str  # the language it speaks (escpos when its agent does not say)
 
 
 class PrinterRecords(Records):
@@ -62,6 +63,7 @@ class PrinterRecords(Records):
                 json.dumps(beat.journal), json.dumps(beat.labels), verdict,
                 self.settings.fail_threshold, self.settings.recover_after_healthy,
                 str(beat.health.paper), ALERT_EVENTS_KEPT, str(beat.confirmation or ""),
+                str(beat.language or PrinterLanguage.ESCPOS),
             ],
         )  # fmt: skip
         return HeartbeatOutcome(
@@ -104,6 +106,7 @@ class PrinterRecords(Records):
             paused_reason=raw.get("paused_reason", ""),
             rejecting=raw.get("rejecting") == "1",
             rejecting_reason=raw.get("rejecting_reason", ""),
+            language=raw.get("language") or str(PrinterLanguage.ESCPOS),
         )
 
     async def pause_until(self, printer_id: str, until_ms: int, reason: str = "") -> None:

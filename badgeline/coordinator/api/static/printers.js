@@ -30,6 +30,8 @@ function healthProblems(health) {
 // How much `printed` promises on this printer: the printer's word, or less.
 const CONFIRMATION_LABELS = {
   process_id: "out, by the printer's word",
+  host_status: "out, by the Zebra's host status",
+  print_completed: "out, by the Brother's print completed",
   status: "sent, printer healthy after",
   sent: "sent only (write-only printer)",
 };
@@ -145,7 +147,7 @@ function updateCard(card, p, t, scale, highWater, stepS) {
   const problems = healthProblems(p.health);
   parts.problems.textContent = problems.length ? problems.join(", ") : "none";
   parts.problems.classList.toggle("bad", problems.length > 0);
-  parts.agent.textContent = [p.agent_id, p.version, (p.labels || []).join(" ")]
+  parts.agent.textContent = [p.agent_id, p.version, p.language, (p.labels || []).join(" ")]
     .filter(Boolean).join(" · ") || "—";
   parts.confirmation.textContent = CONFIRMATION_LABELS[p.confirmation] || "not known yet";
   parts.confirmation.title = p.confirmation_guarantee || "";

@@ -10,7 +10,9 @@
 -- ARGV[8] consecutive failures that make a printer dead
 -- ARGV[9] consecutive good heartbeats that bring a dead printer back
 -- ARGV[10] paper level reported (ok | low | out)  ARGV[11] alert events kept
--- ARGV[12] how the agent confirms prints (process_id | status | sent; '' not known yet)
+-- ARGV[12] how the agent confirms prints (process_id | host_status | print_completed |
+--   status | sent; '' not known yet)
+-- ARGV[13] the language the printer speaks (escpos | zpl | brother_ql)
 -- A change of paper level pushes one alert event, whichever replica sees it.
 -- Returns {now_ms, paused_until_ms, new_state, old_state, previous paper level}
 local now = now_ms()
@@ -41,7 +43,7 @@ end
 redis.call('HSET', KEYS[1], 'printer_id', ARGV[1], 'agent_id', ARGV[2], 'version', ARGV[3],
   'health', ARGV[4], 'journal', ARGV[5], 'labels', ARGV[6], 'last_heartbeat_ms', now,
   'consecutive_failures', failures, 'consecutive_healthy', healthy_run, 'state', new_state,
-  'confirmation', ARGV[12])
+  'confirmation', ARGV[12], 'language', ARGV[13])
 if new_state ~= old_state then
   redis.call('HSET', KEYS[1], 'state_changed_ms', now)
   if new_state == 'dead' then
