@@ -56,7 +56,7 @@ def test_printers_come_most_troubled_first_each_named() -> None:
     until = NOW + UNTIL_RESUMED_S
     printers = [
         row("printer-h", queue_depth=2), row("printer-i", queue_depth=7),
-        row("printer-f", queue_depth=60),
+        row("printer-f", queue_depth=60), row("printer-g", queue_depth=60, rejecting=True),
         row("printer-e", paused=True, paused_until=until, in_flight=["job_1"]),
         row("printer-d", paused=True, paused_until=NOW + 600, queue_depth=3),
         row("printer-x", state="degraded", health=low, paused=True, paused_until=NOW + 60),
@@ -72,7 +72,9 @@ def test_printers_come_most_troubled_first_each_named() -> None:
         ("printer-a", "dead", "dead"), ("printer-z", "dead", "dead"),
         ("printer-b", "jammed", "jammed"), ("printer-c", "paper_out", "paper out"),
         ("printer-x", "degraded", "degraded"), ("printer-d", "paused", "paused"),
-        ("printer-e", "draining", "draining"), ("printer-f", "backlog", "backlog"),
+        ("printer-e", "draining", "draining"),
+        # rejecting new jobs outranks a backlog: its queue only shrinks
+        ("printer-g", "rejecting", "rejecting"), ("printer-f", "backlog", "backlog"),
         # healthy last, the busier first
         ("printer-i", "healthy", "healthy"), ("printer-h", "healthy", "healthy"),
     ]  # fmt: skip

@@ -9,6 +9,7 @@ A condition says what an operator should do about a printer, most urgent first:
     degraded   still printing but gets no new routed work (paper low, a probe missed)
     paused     an operator paused it: its queue waits
     draining   an operator drained it: its queue moved, what was printing finishes
+    rejecting  an operator rejected new jobs for it: its queue finishes, nothing joins
     backlog    healthy and unpaused, but more work waits than it clears quickly
     healthy    nothing to do
 
@@ -33,6 +34,7 @@ class Condition(StrEnum):
     DEGRADED = "degraded"
     PAUSED = "paused"
     DRAINING = "draining"
+    REJECTING = "rejecting"
     BACKLOG = "backlog"
     HEALTHY = "healthy"
 
@@ -104,6 +106,9 @@ def _condition(
     if printer["paused"]:
         return _paused(printer, drained)
     depth = printer["queue_depth"]
+    if printer.get("rejecting"):
+        left = f"{depth} left to print" if depth else "its queue is done"
+        return Condition.REJECTING, "rejecting", f"takes no new jobs; {left}"
     minutes = depth / rate if rate else None
     deep = depth >= BACKLOG_SHARE * high_water_mark
     slow = minutes is not None and minutes >= BACKLOG_MINUTES

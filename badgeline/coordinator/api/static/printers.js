@@ -119,8 +119,9 @@ function updateCard(card, p, t, scale, highWater, stepS) {
   parts.verdict.textContent = t.label;
   parts.pauseTag.textContent = pauseTag(p, t);
   parts.pauseTag.hidden = !p.paused;
-  // `pause_reason`: shown once the coordinator records one with the pause.
-  parts.detail.textContent = [t.detail, p.pause_reason && `“${p.pause_reason}”`]
+  // The operator's reason for a pause or a reject, as they typed it (text, never HTML).
+  const reason = (p.paused && p.paused_reason) || (p.rejecting && p.rejecting_reason);
+  parts.detail.textContent = [t.detail, reason && `“${reason}”`]
     .filter(Boolean).join(" · ");
   parts.fill.style.width = `${Math.min(100, (100 * p.queue_depth) / scale)}%`;
   parts.fill.classList.toggle("near-full", p.queue_depth >= 0.8 * highWater);
@@ -169,6 +170,7 @@ function renderSummary(triage) {
     ["degraded", tally((t) => t.condition === "degraded"), "warn"],
     ["paused", tally((t) => t.condition === "paused"), "paused"],
     ["draining", tally((t) => t.condition === "draining"), "draining"],
+    ["rejecting", tally((t) => t.condition === "rejecting"), "draining"],
     ["backlog", tally((t) => t.condition === "backlog"), "warn"],
     ["healthy", tally((t) => t.condition === "healthy"), "ok"],
   ].filter(([, n]) => n > 0);
