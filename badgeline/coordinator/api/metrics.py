@@ -111,6 +111,8 @@ def _jobs_by_state(census: Census) -> dict[str, int]:
     # Printed and canceled jobs are in no index: they are counted as they finish.
     counts[JobState.PRINTED] = census.totals.get("printed", 0)
     counts[JobState.CANCELED] = census.totals.get("canceled", 0)
+    # Failed jobs that have left Redis after their retention are counted as they go.
+    counts[JobState.FAILED] += census.totals.get("retired_failed", 0)
     return counts
 
 
