@@ -185,8 +185,9 @@ async def test_the_export_is_private_and_rotates_by_size(
     # THEN they are spread over several files, none past the limit, numbered in order
     files = export.files()
     assert len(files) >= 3 and all(p.stat().st_size <= 64 * 1024 for p in files)
-    assert [p.name.rsplit("-", 1)[1] for p in files] == [f"{n:03d}.jsonl"
-                                                         for n in range(1, len(files) + 1)]
+    assert [p.name.rsplit("-", 1)[1] for p in files] == [
+        f"{n:03d}.jsonl" for n in range(1, len(files) + 1)
+    ]
     assert _export_counts(export) == Counter(printed)
     # AND the directory is 0700 and every file in it 0600, whatever the umask
     assert _mode(tuned.audit_directory) == 0o700
@@ -229,3 +230,37 @@ async def test_a_stretch_of_an_event_leaves_no_job_in_redis_and_each_in_the_expo
 
 async def _none_left(redis: Redis, store: Store) -> bool:
     return await _jobs_in_redis(redis, store) == 0
+
+
+async def test_a_job_that_changed_after_a_dead_sweeper_wrote_it_is_written_again(
+    redis: Redis, settings: CoordinatorSettings
+) -> None:
+    # GIVEN a job that failed, claimed and written by a sweeper that then died
+    tuned = _settings(settings).model_copy(update={"max_attempts": 1})
+    store = Store(redis, tuned)
+    report = PrinterHealthReport(reachable=True)
+    beat = HeartbeatRequest(agent_id="pi-printer-a", version="t", health=report)
+    await store.printers.heartbeat("printer-a", beat, probe_verdict(report))
+    job = PrintJob(attendee_id="att_0badf00d", badge_pdf_ref="https://badges.example/a.pdf",
+                   printer_target="printer-a", priority=100,
+                   idempotency_key="scan-late-ack")  # fmt: skip
+    await store.jobs.accept(job, route=Route("printer-a"), correlation_id="c", actor="kiosk:t")
+    (leased,) = (await store.leases.lease("printer-a", 1, "agent")).jobs
+    await store.leases.grant_start("printer-a", leased.job_id, leased.lease_id, "agent")
+    failed = AckRequest(lease_id=leased.lease_id, result=AckResult.FAILED, error="jam")
+    assert (await store.leases.ack("printer-a", leased.job_id, failed, "agent")).state == "failed"
+    export = AuditExport(tuned.audit_directory, tuned.audit_file_max_bytes)
+    dying = RetentionSweeper(store, export, hold_s=0.5)
+    await wait_for(lambda: _all_due(redis, store, 1), 10, interval_s=0.1)
+    claim = await dying.claim()
+    await dying.write(claim)
+    # WHEN the agent's late report says the badge did print, before anyone removed it
+    printed = AckRequest(lease_id=leased.lease_id, result=AckResult.PRINTED)
+    assert (await store.leases.ack("printer-a", leased.job_id, printed, "a")).state == "printed"
+    await wait_for(lambda: _swept_all(RetentionSweeper(store, export), redis, store), 10,
+                   interval_s=0.1)  # fmt: skip
+    # THEN the export holds both versions, the later one last, and that is what is read
+    states = [r["job"]["state"] for r in export.records() if r["job_id"] == leased.job_id]
+    assert states == ["failed", "printed"]
+    found = export.find(leased.job_id)
+    assert found is not None and found[0]["job"]["state"] == "printed"

