@@ -27,6 +27,7 @@ from badgeline.coordinator.api.http import correlation_middleware, error_middlew
 from badgeline.coordinator.api.observations import METRICS, observe_requests
 from badgeline.coordinator.api.openapi import build_openapi, registered_routes
 from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.control.audit_export import AuditExport
 from badgeline.coordinator.control.badge_checks import BadgeChecker
 from badgeline.coordinator.control.failover import FailoverController
 from badgeline.coordinator.control.lease_scanner import (
@@ -34,6 +35,7 @@ from badgeline.coordinator.control.lease_scanner import (
     expire_leases_once,
     repair_leased_sets_once,
 )
+from badgeline.coordinator.control.retention import RetentionSweeper
 from badgeline.coordinator.control.routing import Router
 from badgeline.coordinator.control.upkeep import UpkeepLoop
 from badgeline.coordinator.control.wakeups import WakeHub
@@ -72,6 +74,7 @@ def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Applica
         router=Router(settings),
         failover=FailoverController(store, settings),
         badge_checker=BadgeChecker(settings.artifact_max_bytes),
+        audit_export=AuditExport(settings.audit_directory, settings.audit_file_max_bytes),
     )
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/openapi.json", openapi)
@@ -120,6 +123,9 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
                    LEASED_REPAIR_INTERVAL_S),
         UpkeepLoop("failover_monitor", coordinator.failover.tick, settings.monitor_interval_s,
                    coordinator.monitor_wakeup),
+        UpkeepLoop("retention", RetentionSweeper(coordinator.store,
+                                                 coordinator.audit_export).sweep_once,
+                   settings.retention_sweep_interval_s),
     ]  # fmt: skip
     for loop in loops:
         loop.start()

@@ -100,6 +100,14 @@ class CoordinatorSettings(BaseModel):
     embedded_appendfsync: Literal["always", "everysec"] = "always"
 
     dedupe_window_s: int = Field(default=6 * 3600, ge=60)
+    # Retention (docs/config.md, "Retention and the audit export"; control/retention.py):
+    # a closed job leaves Redis this long after it closed, once its record is on disk.
+    job_retention_s: int = Field(default=7 * 24 * 3600, ge=1, le=366 * 24 * 3600)
+    retention_sweep_interval_s: float = Field(default=60.0, gt=0, le=3600)
+    audit_dir: Path | None = Field(
+        default=None, description="where retired jobs are written; unset = state_dir/audit"
+    )
+    audit_file_max_bytes: int = Field(default=64 * 1024 * 1024, ge=64 * 1024, le=2**40)
     high_water_mark: int = Field(default=200, ge=1, le=100_000)
     lease_ttl_s: float = Field(default=30.0, gt=0.5, le=3600)
     lease_max_wait_s: float = Field(default=30.0, ge=0, le=120)
@@ -175,6 +183,11 @@ class CoordinatorSettings(BaseModel):
         if url is not None and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
             raise ValueError("must start redis://, rediss:// or unix:// (redis://host:6379/0)")
         return url
+
+    @property
+    def audit_directory(self) -> Path:
+        """Where the audit export of retired jobs goes (control/audit_export.py)."""
+        return self.audit_dir if self.audit_dir is not None else self.state_dir / "audit"
 
     def redis_url_with_password(self, url: str | None) -> str | None:
         """`url` with the password of `redis_password_file` in it, when one is set."""

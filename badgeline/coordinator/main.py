@@ -90,9 +90,12 @@ async def serve(settings: CoordinatorSettings) -> None:
             raise ConfigError(
                 f"state_dir: cannot create {embedded.data_dir}: {error.strerror}"
             ) from None
+        _make_audit_dir(settings)
         await asyncio.to_thread(embedded.start)
         redis_url = embedded.url
         log_event("embedded_redis_started", port=embedded.port, dir=str(embedded.data_dir))
+    else:
+        _make_audit_dir(settings)
     try:
         async with connected(settings, redis_url) as redis:
             runner = make_runner(settings, redis)
@@ -117,6 +120,17 @@ async def serve(settings: CoordinatorSettings) -> None:
     finally:
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
+
+
+def _make_audit_dir(settings: CoordinatorSettings) -> None:
+    # Jobs leave Redis only once written there (control/retention.py): a directory
+    # that cannot be made stops the start, not the first sweep a week later.
+    try:
+        private_dir(settings.audit_directory)
+    except OSError as error:
+        raise ConfigError(
+            f"audit_dir: cannot create {settings.audit_directory}: {error.strerror}"
+        ) from None
 
 
 # A young collection runs once this many more container objects were made than

@@ -36,9 +36,17 @@ def _jobs(jobs: list[dict[str, Any]]) -> str:
     return table(["JOB", "ATTENDEE", "STATE", "PRINTER", "PRINTS", "AGE"], rows) if rows else ""
 
 
+def _retired(answer: Any) -> dict[str, int]:
+    """What left Redis after its retention ({} from a coordinator that keeps none)."""
+    retired: dict[str, int] = answer["counts"].get("retired") or {}
+    return retired
+
+
 def clean(answer: Any) -> bool:
+    # A job printed twice stays a finding after it has left Redis.
     return not (answer["printed_more_than_once"] or answer["not_terminal"]
-                or answer["counts"]["unaccounted"])  # fmt: skip
+                or answer["counts"]["unaccounted"]
+                or _retired(answer).get("printed_more_than_once"))  # fmt: skip
 
 
 def render(answer: Any, args: argparse.Namespace) -> str:
@@ -46,6 +54,13 @@ def render(answer: Any, args: argparse.Namespace) -> str:
     summary = (f"accepted {c['accepted']}  printed {c['printed']}  canceled {c['canceled']}  "
                f"failed {c['failed']}  open {c['open']}  unaccounted {c['unaccounted']}  "
                f"(shed at submission {c['shed']}, reprints {c['reprints']})")  # fmt: skip
+    retired = _retired(answer)
+    if retired.get("jobs"):
+        summary += (f"\nleft Redis after their retention {retired['jobs']} (failed"
+                    f" {retired['failed']}, printed more than once"
+                    f" {retired['printed_more_than_once']}, possible duplicates"
+                    f" {retired['possible_duplicates']}): their records are in the audit"
+                    " export")  # fmt: skip
     parts = [
         summary,
         section("printed more than once (must be empty):",

@@ -25,6 +25,9 @@ def test_arguments_beat_the_environment_which_beats_the_file(
     settings = load_coordinator_settings(path, listen_port=9200)
     assert (settings.venue, settings.high_water_mark, settings.listen_port) == ("hall-a", 70, 9200)
     assert settings.state_dir == Path("var/coordinator")  # a default, as a Path
+    # the audit export goes in the state directory unless told otherwise
+    assert settings.audit_directory == Path("var/coordinator/audit")
+    assert settings.job_retention_s == 7 * 24 * 3600
 
 
 def test_lists_and_tables_come_from_the_environment_as_json(
@@ -76,6 +79,10 @@ KIOSK_GROUP_NOT_A_NAME = (
         (ONE_KIOSK_TWO_GROUPS, "kiosk tokens named 'desk-1' are in different groups"),
         (OPERATOR_IN_A_GROUP, "only kiosk tokens take group"),
         (KIOSK_GROUP_NOT_A_NAME, r"tokens\.0\.group: String should match pattern"),
+        # retention: a job must stay some time, and not past a year
+        ("job_retention_s = 0\n", "job_retention_s"),
+        ("job_retention_s = 40000000\n", "job_retention_s"),
+        ("audit_file_max_bytes = 100\n", "audit_file_max_bytes"),
     ],
 )
 def test_a_bad_file_stops_start_up_naming_what_to_fix(

@@ -70,6 +70,20 @@ def test_a_state_dir_that_cannot_be_made_is_a_config_error(tmp_path: Path) -> No
     assert result.stderr.strip().splitlines()[-1].startswith("state_dir: cannot create ")
 
 
+def test_an_audit_dir_that_cannot_be_made_stops_the_start_before_redis(tmp_path: Path) -> None:
+    # GIVEN an audit_dir below a file: jobs could never leave Redis
+    (tmp_path / "a-file").write_text("")
+    result = subprocess.run(
+        _coordinator(tmp_path, f'audit_dir = "{tmp_path / "a-file" / "audit"}"\n'),
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    # THEN it exits 2 naming the setting, and no embedded server was left running
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("audit_dir: cannot create ")
+    assert _server_is_gone(tmp_path)
+
+
 async def test_mdns_on_an_address_this_host_lacks_is_logged_and_it_serves(
     tmp_path: Path,
 ) -> None:

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from badgeline.coordinator.api.auth import Identity, TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings, Role
+from badgeline.coordinator.control.audit_export import AuditExport
 from badgeline.coordinator.control.badge_checks import BadgeChecker
 from badgeline.coordinator.control.failover import FailoverController
 from badgeline.coordinator.control.routing import Router
@@ -26,6 +27,7 @@ class Coordinator:
     router: Router
     failover: FailoverController
     badge_checker: BadgeChecker
+    audit_export: AuditExport  # where jobs that left Redis are read from (GET /v1/jobs/{id})
     agent_browser: AgentBrowser | None = None
     # Set by a heartbeat that changed a printer's state, so the monitor acts now
     # instead of at its next tick.

@@ -94,7 +94,9 @@ def _key_taken(idempotency_key: str, identity: Identity, cid: str) -> BadgelineE
 @routes.get("/v1/jobs/{job_id}")
 async def get_job(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "kiosk", "operator")
-    return json_response(await visible_job(coordinator.store, identity, job_id_param(request)))
+    job_id = job_id_param(request)
+    view = await visible_job(coordinator.store, identity, job_id, coordinator.audit_export)
+    return json_response(view)
 
 
 @routes.get("/v1/jobs")

@@ -13,11 +13,17 @@ A job accepted by a release that did not record `kiosk` still names its
 submitting token in `source` (`kiosk:<name>`): that kiosk keeps seeing it (a
 kiosk that submitted through an older replica during a rolling upgrade must not
 lose its own job), but it is shared with no group.
+
+A job that has left Redis after `job_retention_s` (control/retention.py) is read
+from the audit export for an operator only; to a kiosk it is an unknown job.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from badgeline.coordinator.api.auth import Identity
+from badgeline.coordinator.control.audit_export import AuditExport, retired_view
 from badgeline.coordinator.store import Store
 from badgeline.coordinator.store.records import JobOwner
 from badgeline.protocol.errors import BadgelineError, ErrorCode
@@ -55,9 +61,18 @@ async def check_visible(store: Store, identity: Identity, job_id: str) -> None:
         raise no_such_job(job_id)
 
 
-async def visible_job(store: Store, identity: Identity, job_id: str) -> JobView:
-    """The job, or the unknown-job 404 when there is none or the caller may not see it."""
+async def visible_job(
+    store: Store, identity: Identity, job_id: str, export: AuditExport | None = None
+) -> JobView:
+    """The job, or the unknown-job 404 when there is none or the caller may not see it.
+    An operator also gets a job that has left Redis, from the audit `export`: a
+    lookup there reads the export's files, which a kiosk's guesses must not cost."""
     found = await store.jobs.get_owned(job_id)
+    operator = identity.role == "operator"
+    if found is None and export is not None and operator:
+        retired = await asyncio.to_thread(export.find, job_id)
+        if retired is not None:
+            return retired_view(*retired)
     if found is None or not may_see(identity, found[1]):
         raise no_such_job(job_id)
     return found[0]

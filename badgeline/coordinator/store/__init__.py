@@ -29,6 +29,7 @@ from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.coordinator.store.leases import LeaseRecords
 from badgeline.coordinator.store.printers import PrinterRecords
 from badgeline.coordinator.store.reports import ReportQueries
+from badgeline.coordinator.store.retention import RetentionRecords
 from badgeline.coordinator.store.script_loader import load_scripts
 from badgeline.coordinator.store.upgrade import DataFormat
 from badgeline.coordinator.store.waiting import WaitingJobs
@@ -49,6 +50,7 @@ class Store:
         self.printers = PrinterRecords(*parts)
         self.failovers = FailoverRecords(*parts)
         self.reports = ReportQueries(*parts)
+        self.retention = RetentionRecords(*parts)
         self.sessions = SessionRecords(*parts)
         self.enrolment = EnrolmentRecords(*parts)
         self.artifacts = ArtifactRecords(*parts)

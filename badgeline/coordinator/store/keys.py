@@ -43,7 +43,7 @@ class VenueKeys:
 
     @property
     def dead_letters(self) -> str:
-        """Sorted set job_id -> time dead-lettered (ms)."""
+        """Sorted set job_id -> time dead-lettered (ms) (retire-4.lua: prefix .. 'dlq')."""
         return self.prefix + "dlq"
 
     @property
@@ -75,6 +75,14 @@ class VenueKeys:
         return self.prefix + "heartbeat_watch"
 
     @property
+    def closed(self) -> str:
+        """Sorted set job_id -> when the job last entered a closed state (printed,
+        canceled, failed, dead-lettered; ms, Redis clock): the retention sweep's
+        index (control/retention.py). transition() in includes/common.lua keeps it
+        as prefix .. 'closed'."""
+        return self.prefix + "closed"
+
+    @property
     def failovers(self) -> str:
         """List of failover decision ids, newest first."""
         return self.prefix + "failovers"
@@ -90,7 +98,11 @@ class VenueKeys:
     # ---- per job
     def job(self, job_id: str) -> str:
         """Hash: one job. `payload` is the job as accepted (PrintJob as JSON); the rest
-        is its life: state, printer_id, lease, fence, attempts, timestamps, owner."""
+        is its life: state, printer_id, lease, fence, attempts, timestamps, owner.
+        While the retention sweep exports a closed job it also holds `retire_claim`
+        (the sweep's token), `retire_until_ms`, `retire_first_ms` and
+        `retire_attempts` (retire_claim-1.lua); the job's keys (this hash, its
+        history, prints, grants and reprint counter) leave Redis together (retire-4.lua)."""
         return f"{self.prefix}job:{job_id}"
 
     @property
@@ -118,9 +130,15 @@ class VenueKeys:
         return f"{self.prefix}job:{job_id}:grants"
 
     def idempotency(self, idempotency_key: str) -> str:
+        """String `<job_id>|<payload hash>`, expiring `dedupe_window_s` after the job
+        closes. When the job leaves Redis first (retention shorter than the window)
+        the claim becomes `<job_id>|<payload hash>|<JSON>`, the JSON keeping what a
+        duplicate's answer needs: state, printer_id, kiosk, kiosk_group, source."""
         return f"{self.prefix}idem:{idempotency_key}"
 
     def attendee(self, attendee_id: str) -> str:
+        """Set of the attendee's job ids (a retired job leaves it; scripts build it as
+        prefix .. 'attendee:' .. attendee_id)."""
         return f"{self.prefix}attendee:{attendee_id}"
 
     # ---- per printer
@@ -144,7 +162,10 @@ class VenueKeys:
     # ---- operator reports (includes/tally.lua builds these same names; census-9.lua)
     @property
     def stats_totals(self) -> str:
-        """Hash of venue-wide counts: accepted, shed, printed, canceled, reprints, …"""
+        """Hash of venue-wide counts: accepted, shed, printed, canceled, reprints, …,
+        and what the retention sweep removed (retire-4.lua): retired, retired_failed
+        (accepted jobs that left failed or dead-lettered), retired_printed_twice,
+        retired_possible_duplicates."""
         return self.prefix + "stats:totals"
 
     @property

@@ -4,10 +4,13 @@
               badge_pdf_ref, printer_target, priority, idempotency_key)
     format 2  the payload as one JSON field, `payload` (protocol/job.PrintJob);
               `idempotency_key` stays beside it, for the scripts that close claims
+    format 3  every closed job is in the `closed` index, by when it closed, for
+              the retention sweep (control/retention.py); a release that keeps no
+              index would close jobs that never leave Redis
 
 `upgrade` brings every job a previous release wrote (queued, leased, printing,
 finished, dead-lettered: all are hashes of the same shape) to the current format,
-one atomic script per job (upgrade_job-1.lua), then records the format. Every step
+one atomic script per job (upgrade_job-2.lua), then records the format. Every step
 is idempotent: replicas starting together each run it safely, and a coordinator
 killed halfway finishes the job at its next start. Nothing else changes: queues,
 leases, fences and claims keep their ids and scores, so a venue upgraded
@@ -26,7 +29,7 @@ from badgeline.coordinator.config import ConfigError
 from badgeline.coordinator.store.records import Records, text
 from badgeline.log import log_event
 
-DATA_FORMAT = 2
+DATA_FORMAT = 3
 SCAN_BATCH = 1000
 
 
@@ -75,5 +78,5 @@ class DataFormat(Records):
             key = text(raw)
             if ":" in key.removeprefix(job_prefix):
                 continue  # a job's history or prints, not the job
-            upgraded += int(await self._run("upgrade_job", [key], []))
+            upgraded += int(await self._run("upgrade_job", [key, self.keys.closed], []))
         return upgraded

@@ -3,6 +3,8 @@
 -- KEYS[1] idempotency key     KEYS[2] job hash          KEYS[3] job history
 -- KEYS[4] acceptance seq      KEYS[5] attendee index    KEYS[6] dead-letter zset
 -- KEYS[7] printers set
+-- (The claim is `<job_id>|<payload hash>`, with `|<JSON>` after it once its job has
+-- left Redis: VenueKeys.idempotency.)
 -- (Queue keys are built from the prefix: a routed job's printer is chosen here.)
 -- ARGV[1] prefix  ARGV[2] job_id  ARGV[3] payload_hash
 -- ARGV[4] dedupe window s (counted from the job's closing, see transition())
@@ -42,9 +44,17 @@ local claimed = redis.call('GET', KEYS[1])
 if claimed then
   local sep = string.find(claimed, '|', 1, true)
   local existing_id = string.sub(claimed, 1, sep - 1)
-  local existing_hash = string.sub(claimed, sep + 1)
+  local rest = string.sub(claimed, sep + 1)
+  local tail = string.find(rest, '|', 1, true)
+  local existing_hash = tail and string.sub(rest, 1, tail - 1) or rest
   local existing = redis.call('HMGET', job_key(prefix, existing_id), 'state', 'printer_id',
     'kiosk', 'kiosk_group', 'source')
+  if not existing[1] and tail then
+    -- The job has left Redis (retention) inside its key's dedupe window: the
+    -- claim kept what this answer needs (retire-4.lua).
+    local kept = cjson.decode(string.sub(rest, tail + 1))
+    existing = {kept.state, kept.printer_id, kept.kiosk, kept.kiosk_group, kept.source}
+  end
   if existing_hash ~= payload_hash then
     return {-1, existing_id, '', '', -1, existing[3], existing[4], existing[5]}
   end

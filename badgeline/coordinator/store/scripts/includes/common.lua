@@ -67,8 +67,18 @@ local function transition(prefix, job_id, from_state, to_state, actor, reason, n
   local entry = {at = now / 1000, to = to_state, actor = actor, reason = reason}
   if from_state then entry['from'] = from_state else entry['from'] = cjson.null end
   redis.call('RPUSH', job_key(prefix, job_id) .. ':history', cjson.encode(entry))
+  -- The retention index (VenueKeys.closed): a closed job leaves Redis
+  -- job_retention_s after its last change (retire_claim-1.lua, retire-4.lua).
   if CLOSED_STATES[to_state] then
+    redis.call('ZADD', prefix .. 'closed', now, job_id)
     start_dedupe_window(prefix, job_id)
+  elseif from_state and CLOSED_STATES[from_state] then
+    redis.call('ZREM', prefix .. 'closed', job_id)
+  end
+  if from_state and CLOSED_STATES[from_state] then
+    -- Only a closed job can be claimed for retirement, and the export read it as
+    -- it was: the claim is void, and the job stays for a later sweep.
+    redis.call('HDEL', job_key(prefix, job_id), 'retire_claim')
   end
 end
 
