@@ -46,10 +46,12 @@ def unique_venue() -> str:
 
 
 def accepting(settings: CoordinatorSettings, printer_id: str) -> CoordinatorSettings:
-    """The coordinator's settings plus an agent token for `printer_id` (see agent_token)."""
+    """The coordinator's settings plus an agent token for `printer_id` (see agent_token),
+    the printer pre-registered: a job may name it before its agent first reports."""
     entry = TokenEntry(name=f"agent-{printer_id}", role="agent", printer_id=printer_id,
                        sha256=token_digest(agent_token(printer_id)))  # fmt: skip
-    return settings.model_copy(update={"tokens": [*settings.tokens, entry]})
+    known = [*settings.known_printers, printer_id]
+    return settings.model_copy(update={"tokens": [*settings.tokens, entry], "known_printers": known})
 
 
 def emulator_table(emulator: PrinterEmulator) -> dict[str, Any]:

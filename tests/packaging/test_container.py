@@ -214,6 +214,7 @@ async def test_the_compose_valkey_and_the_image_healthcheck_run_for_real(tmp_pat
         # WHEN the coordinator starts with compose's environment and the image's command
         config = tmp_path / "coordinator.toml"
         config.write_text(
+            'known_printers = ["printer-a"]\n'  # no agent runs: the job's printer is named
             '[[tokens]]\nname = "kiosk-1"\nrole = "kiosk"\n'
             f'sha256 = "{token_digest(KIOSK_TOKEN)}"\n'
         )

@@ -140,6 +140,7 @@ async def redis_kill_round(
     """Measure accepts, kill -9 Redis under that load, restart it, check every 201/200."""
     venue = ChaosVenue(root, (), coordinators=1, appendfsync=appendfsync,
                        coordinator_settings={"high_water_mark": 100_000,
+                                             "known_printers": list(ACCEPT_PRINTERS),
                                              "log_level": "WARNING"})  # fmt: skip
     result = AcceptRound(appendfsync, concurrency, measure_s)
     await venue.start()
