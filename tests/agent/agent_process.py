@@ -51,7 +51,9 @@ def accepting(settings: CoordinatorSettings, printer_id: str) -> CoordinatorSett
     entry = TokenEntry(name=f"agent-{printer_id}", role="agent", printer_id=printer_id,
                        sha256=token_digest(agent_token(printer_id)))  # fmt: skip
     known = [*settings.known_printers, printer_id]
-    return settings.model_copy(update={"tokens": [*settings.tokens, entry], "known_printers": known})
+    return settings.model_copy(
+        update={"tokens": [*settings.tokens, entry], "known_printers": known}
+    )
 
 
 def emulator_table(emulator: PrinterEmulator) -> dict[str, Any]:
