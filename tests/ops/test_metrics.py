@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis.asyncio import Redis
 
 from badgeline import __version__
+from badgeline.coordinator.api.observations import ACCEPT_OUTCOMES
 from badgeline.coordinator.app import create_app
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.store.embedded import EmbeddedRedis
@@ -183,8 +184,8 @@ async def test_each_app_has_its_own_registry_and_metrics_need_a_metrics_or_opera
     one, two = await scrape(first), await scrape(second, OPERATOR_TOKEN)
     # THEN each counts only its own requests (same venue, separate processes' counters)
     assert sample(one, "badgeline_accept_latency_seconds_count", outcome="accepted") == 2
-    assert not [s for s in two["badgeline_accept_latency_seconds"].samples
-                if s.name.endswith("_count")]  # fmt: skip
+    assert {s.labels["outcome"]: s.value for s in two["badgeline_accept_latency_seconds"].samples
+            if s.name.endswith("_count")} == dict.fromkeys(ACCEPT_OUTCOMES, 0)  # fmt: skip
     # AND both read the venue's counters from Redis alike
     assert sample(one, "badgeline_jobs_accepted_total") == 2
     assert sample(two, "badgeline_jobs_accepted_total") == 2

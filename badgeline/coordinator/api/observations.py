@@ -36,6 +36,7 @@ from badgeline.log import log_event
 # that took minutes went through a failover or a retry.
 SCAN_TO_PRINT_BUCKETS = (0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900)
 ACCEPT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5)
+ACCEPT_OUTCOMES = ("accepted", "duplicate", "shed", "refused")
 
 # No `_created` gauge beside each counter and histogram in the text format: a
 # series per family that no dashboard or alert reads (process_start_time_seconds
@@ -56,6 +57,11 @@ class Metrics:
             "badgeline_accept_latency_seconds", "POST /v1/jobs handling time, by outcome",
             ["outcome"], registry=r, buckets=ACCEPT_BUCKETS,
         )  # fmt: skip
+        # Every outcome's series exists from the start at zero, so a rate() over the
+        # first submissions after a restart sees them rise (a series born at its first
+        # observation has no earlier sample, and its rate reads as nothing).
+        for outcome in ACCEPT_OUTCOMES:
+            self.accept_latency.labels(outcome)
         self.scan_to_print = Histogram(
             "badgeline_scan_to_print_seconds", "Acceptance to the first printed ack",
             registry=r, buckets=SCAN_TO_PRINT_BUCKETS,
