@@ -27,6 +27,7 @@ import stat
 from collections.abc import Awaitable, Callable
 from urllib.parse import unquote, urlsplit
 
+from badgeline.agent.badge_threads import badge_thread
 from badgeline.agent.http_client import (
     BodyTooLarge,
     HttpClient,
@@ -146,8 +147,8 @@ class BadgeFetcher:
                 "file references name an absolute path without '..' segments",
             )
         try:
-            real = await asyncio.to_thread(self.sources.allowed_file, path)
-            return await asyncio.to_thread(self._read_regular_file, real)
+            real = await badge_thread(self.sources.allowed_file, path)
+            return await badge_thread(self._read_regular_file, real)
         except SourceNotAllowed as why:
             self.sources.log_refusal(ref, why)
             raise _not_allowed() from None

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from badgeline.agent.badge_threads import ThreadWatch, badge_thread, preparing_until
 from badgeline.agent.client import CoordinatorClient
 from badgeline.agent.config import AgentSettings
 from badgeline.agent.fetch import BadgeFetcher, FetchRefused
@@ -120,9 +121,8 @@ class BadgePreparer:
         self.worker_idle_s = worker_idle_s
         self._worker = BadgeRenderWorker(limits) if in_sandbox else None
         self._preparing = 0
-        # When each badge being prepared began (time.monotonic), and its budget: a
-        # preparation past its budget is stuck (see `overdue_s`).
-        self._started: dict[str, tuple[float, float]] = {}
+        # The threads working for badges, each with its badge's deadline (see `overdue_s`).
+        self.threads = ThreadWatch()
         self._idle_timer: asyncio.TimerHandle | None = None
         self._idle_exit: asyncio.Task[None] | None = None
 
@@ -157,13 +157,13 @@ class BadgePreparer:
             self._idle_timer.cancel()
             self._idle_timer = None
         budget_s = self.budget_for(ticket)
-        self._started[ticket.lease_id] = (time.monotonic(), budget_s)
         try:
-            async with asyncio.timeout(budget_s) as budget:
-                if self._worker is not None and self._worker.pid is None:
-                    # Spawned now, so that it loads PDFium while the PDF is fetched.
-                    await asyncio.to_thread(self._worker.start)
-                return await self._prepare(ticket)
+            with preparing_until(self.threads, time.monotonic() + budget_s):
+                async with asyncio.timeout(budget_s) as budget:
+                    if self._worker is not None and self._worker.pid is None:
+                        # Spawned now, so that it loads PDFium while the PDF is fetched.
+                        await badge_thread(self._worker.start)
+                    return await self._prepare(ticket)
         except BadgeUnprintable:
             raise
         except TimeoutError:
@@ -176,20 +176,18 @@ class BadgePreparer:
         except Exception:
             raise _internal(ticket) from None
         finally:
-            self._started.pop(ticket.lease_id, None)
             self._preparing -= 1
             if self._preparing == 0 and self._worker is not None and self.worker_idle_s:
                 loop = asyncio.get_running_loop()
                 self._idle_timer = loop.call_later(self.worker_idle_s, self._stop_idle_worker)
 
     def overdue_s(self) -> float:
-        """How far the longest-running preparation is past its budget (0: none is).
+        """How far the oldest blocking call for a badge is past the badge's budget (0: none is).
 
-        The budget's timeout ends every preparation in time; one still running
-        past it is stuck (a thread that cannot be interrupted): /healthz says so.
+        The budget's timeout ends every preparation in time, but not the thread of a
+        call that never returns: one still running past it is stuck, and /healthz says so.
         """
-        now = time.monotonic()
-        return max((now - began - budget for began, budget in self._started.values()), default=0.0)
+        return self.threads.overdue_s()
 
     def budget_for(self, ticket: JobTicket) -> float:
         """The preparation's time budget: the setting, and at most half of the job's lease,
@@ -216,7 +214,7 @@ class BadgePreparer:
         log_event("badge_fetched", logging.DEBUG, pdf_bytes=len(pdf), **ticket.trace())
         footer_job_id = ticket.job_id if self.footer else None
         try:
-            data = await asyncio.to_thread(self._render, pdf, footer_job_id)
+            data = await badge_thread(self._render, pdf, footer_job_id)
         except BadgeRejected as rejected:
             raise BadgeUnprintable(
                 FailureReason(rejected.reason_code.value), rejected.message

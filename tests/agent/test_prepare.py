@@ -6,14 +6,16 @@ import asyncio
 import logging
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 import aiohttp
 import pytest
 
+from badgeline.agent.badge_threads import badge_thread
 from badgeline.agent.fetch import BadgeFetcher
 from badgeline.agent.http_client import HttpClient
-from badgeline.agent.prepare import BadgePreparer, BadgeUnprintable, JobTicket
+from badgeline.agent.prepare import MIN_BUDGET_S, BadgePreparer, BadgeUnprintable, JobTicket
 from badgeline.badge import DEFAULT_LIMITS
 from badgeline.protocol.failures import FailureReason, is_permanent
 from tests.agent.conftest import local_sources
@@ -131,3 +133,48 @@ async def test_a_badge_the_checks_refuse_fails_with_the_checks_reason(
 
     assert unprintable.value.reason is FailureReason.FONT_NOT_EMBEDDED
     assert is_permanent(unprintable.value.reason)
+
+
+class HungReadFetcher(BadgeFetcher):
+    """A file read that does not return (a hung SD card or mount) until `released`."""
+
+    released = threading.Event()
+
+    async def fetch(self, ref: str) -> bytes:
+        await badge_thread(self.released.wait)
+        return b""
+
+
+async def test_a_read_that_never_returns_is_reported_past_its_badge_s_budget() -> None:
+    # GIVEN a badge whose read blocks its thread, with the shortest budget
+    async with HttpClient() as http:
+        fetcher = HungReadFetcher(
+            http, sources=local_sources(), coordinator_url=None, artifact_headers={},
+            max_bytes=DEFAULT_LIMITS.max_bytes,
+        )  # fmt: skip
+        preparer = BadgePreparer(fetcher, width_dots=384, limits=DEFAULT_LIMITS, footer=True,
+                                 in_sandbox=False, budget_s=MIN_BUDGET_S)  # fmt: skip
+        HungReadFetcher.released.clear()
+        try:
+            # WHEN its budget runs out: the job fails in time, as any slow badge does
+            with pytest.raises(BadgeUnprintable) as unprintable:
+                await preparer.prepare(ticket("file:///badge.pdf", "job-1"))
+            assert unprintable.value.reason is FailureReason.FETCH_TIMEOUT
+
+            # THEN the thread it left behind is past its badge's deadline, and grows so
+            # (the agent's /healthz calls the lease loop stuck past a slack)
+            first = preparer.overdue_s()
+            assert first > 0
+
+            async def growing() -> bool:
+                return preparer.overdue_s() > first
+
+            await wait_for(growing)
+        finally:
+            HungReadFetcher.released.set()
+
+        # AND once the read returns, nothing is overdue
+        async def cleared() -> bool:
+            return preparer.overdue_s() == 0
+
+        await wait_for(cleared)
