@@ -90,6 +90,11 @@ class CoordinatorSettings(BaseModel):
     redis_sentinel_master: str | None = Field(
         default=None, min_length=1, description="the master's name in the sentinels' config"
     )
+    redis_sentinel_password_file: Path | None = Field(
+        default=None,
+        description="a file holding the sentinels' own password (their requirepass), when"
+        " they ask for one; the sentinels speak TLS when redis_url is rediss://",
+    )
     # Concurrent Redis commands per process (per node on a cluster). A request
     # beyond it waits for a free connection (up to redis_pool_wait_s, then 503)
     # instead of failing: at a few hundred printers, heartbeats, long-poll
@@ -200,7 +205,7 @@ class CoordinatorSettings(BaseModel):
         netloc = f"{quote(user, safe='')}:{quote(password, safe='')}@{host}"
         return urlunsplit(parts._replace(netloc=netloc))
 
-    @field_validator("redis_password_file")
+    @field_validator("redis_password_file", "redis_sentinel_password_file")
     @classmethod
     def password_file_is_readable(cls, path: Path | None) -> Path | None:
         if path is not None and not path.is_file():
@@ -248,7 +253,9 @@ class CoordinatorSettings(BaseModel):
                 )
         if mode != "cluster" and self.redis_cluster_nodes:
             raise ValueError("redis_cluster_nodes is only used with redis_mode cluster")
-        if mode != "sentinel" and (self.redis_sentinels or self.redis_sentinel_master):
+        if mode != "sentinel" and (
+            self.redis_sentinels or self.redis_sentinel_master or self.redis_sentinel_password_file
+        ):
             raise ValueError("redis_sentinels is only used with redis_mode sentinel")
         if self.redis_password_file is not None and self.redis_url is None:
             raise ValueError(

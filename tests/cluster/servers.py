@@ -83,9 +83,11 @@ class SentinelServer(EmbeddedRedis):
     A sentinel rewrites its config file, so it gets one of its own."""
 
     def __init__(
-        self, data_dir: Path, master_name: str, master_port: int, master_password: str
-    ) -> None:
-        super().__init__(data_dir, password=None)  # sentinels ask nobody for a password
+        self, data_dir: Path, master_name: str, master_port: int, master_password: str,
+        password: str,
+    ) -> None:  # fmt: skip
+        # Its own password (its requirepass), not the master's, as a venue would set it.
+        super().__init__(data_dir, password=password)
         self.master_name = master_name
         self.master_port = master_port
         self.master_password = master_password
@@ -95,6 +97,7 @@ class SentinelServer(EmbeddedRedis):
         name = self.master_name
         conf.write_text(
             f"port {self.port}\nbind 127.0.0.1\ndir {self.data_dir}\n"
+            f"requirepass {self.password}\n"
             f"sentinel monitor {name} 127.0.0.1 {self.master_port} 1\n"
             f"sentinel auth-pass {name} {self.master_password}\n"
             f"sentinel down-after-milliseconds {name} 1000\n"
@@ -123,8 +126,9 @@ class LocalSentinel:
             extra_args=["--replicaof", "127.0.0.1", str(self.master.port),
                         "--masterauth", self.password],
         )  # fmt: skip
+        self.sentinel_password = secrets.token_urlsafe(16)
         self.sentinel = SentinelServer(root / "sentinel", self.MASTER_NAME, self.master.port,
-                                       self.password)  # fmt: skip
+                                       self.password, self.sentinel_password)  # fmt: skip
 
     @property
     def address(self) -> str:

@@ -66,14 +66,19 @@ async def test_the_coordinator_keeps_accepting_through_a_sentinel_failover(
     caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
     caplog.set_level(logging.INFO, logger="badgeline.events")
+    sentinel_password_file = tmp_path / "sentinel-password"
+    sentinel_password_file.write_text(sentinel.sentinel_password + "\n")
     settings = CoordinatorSettings(
         venue="sentinel-hall", redis_mode="sentinel", redis_sentinels=[sentinel.address],
         redis_sentinel_master=LocalSentinel.MASTER_NAME, state_dir=tmp_path / "state",
         tokens=configured_tokens(), known_printers=KNOWN_TEST_PRINTERS, mdns=False,
         # the master's login: redis_url names the master, the sentinels say where it is
         redis_url=f"redis://:{sentinel.password}@{LocalSentinel.MASTER_NAME}/0",
+        # the sentinel's own password, as its requirepass
+        redis_sentinel_password_file=sentinel_password_file,
     )  # fmt: skip
-    sentinels = Redis(port=sentinel.sentinel.port, decode_responses=True)
+    sentinels = Redis(port=sentinel.sentinel.port, password=sentinel.sentinel_password,
+                      decode_responses=True)  # fmt: skip
     old_master = Redis(port=sentinel.master.port, password=sentinel.password)
     new_master = Redis(port=sentinel.replica.port, password=sentinel.password)
     try:

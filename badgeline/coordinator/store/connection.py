@@ -122,6 +122,7 @@ def connect(
     if settings.redis_mode == "sentinel":
         assert settings.redis_sentinel_master is not None  # validated with the settings
         sentinel = Sentinel([_host_port(a) for a in settings.redis_sentinels],
+                            sentinel_kwargs=_sentinel_login(settings),
                             socket_timeout=2.0, socket_connect_timeout=2.0)  # fmt: skip
         master = sentinel.master_for(settings.redis_sentinel_master, redis_class=Redis,
                                      health_check_interval=HEALTH_CHECK_INTERVAL_S,
@@ -135,6 +136,18 @@ def connect(
         timeout=settings.redis_pool_wait_s, health_check_interval=HEALTH_CHECK_INTERVAL_S,
     )  # fmt: skip
     return Redis.from_pool(pool), None  # closing the client closes its pool
+
+
+def _sentinel_login(settings: CoordinatorSettings) -> dict[str, Any]:
+    """What the connections to the sentinels themselves take: their own password (a
+    sentinel's requirepass is not the master's) and TLS as redis_url says."""
+    login: dict[str, Any] = {"socket_timeout": 2.0, "socket_connect_timeout": 2.0}
+    if settings.redis_sentinel_password_file is not None:
+        password = settings.redis_sentinel_password_file.read_text(encoding="utf-8").strip()
+        login["password"] = password
+    if settings.redis_url is not None and urlsplit(settings.redis_url).scheme == "rediss":
+        login["ssl"] = True
+    return login
 
 
 def _master_login(url: str | None) -> dict[str, Any]:
