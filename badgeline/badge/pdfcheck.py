@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -265,6 +266,12 @@ def _require_embedded_font(text_object: Any) -> None:
         )
 
 
+# What a font's name may show of itself in a refusal (PostScript names are at most
+# 127 characters of letters, digits and a little punctuation; real ones far shorter).
+_UNSAFE_IN_FONT_NAME = re.compile(r"[^A-Za-z0-9+._-]")
+MAX_FONT_NAME = 48
+
+
 def _font_name(font: Any) -> str:
     import pypdfium2.raw as pdfium_c
 
@@ -273,7 +280,12 @@ def _font_name(font: Any) -> str:
         return "unnamed"
     buffer = ctypes.create_string_buffer(needed)
     pdfium_c.FPDFFont_GetBaseFontName(font, buffer, needed)
-    return buffer.value.decode("utf-8", errors="replace")
+    # The name comes from the PDF, and the message goes back to the kiosk (a job's
+    # last_error): only a PostScript name's own characters, and not many of them.
+    name = _UNSAFE_IN_FONT_NAME.sub("", buffer.value.decode("ascii", errors="ignore"))
+    if len(name) > MAX_FONT_NAME:
+        name = name[:MAX_FONT_NAME] + "…"
+    return name or "unnamed"
 
 
 def _too_complex(what: str) -> BadgeRejected:

@@ -77,6 +77,22 @@ def test_the_message_names_the_font_that_is_not_embedded() -> None:
     assert "Helvetica" in refused.message
 
 
+def test_a_font_name_shows_only_its_own_characters_and_not_many() -> None:
+    # GIVEN text in an unembedded font whose name carries control characters and a long tail
+    name = b"Evil#0A#1B#5B31mName" + b"X" * 200
+    pdf = samples.hand_built_pdf(
+        b"BT /F1 12 Tf 10 10 Td (Hi) Tj ET",
+        page_resources=b"<< /Font << /F1 5 0 R >> >>",
+        extra_objects=[b"<< /Type /Font /Subtype /Type1 /BaseFont /" + name + b" >>"],
+    )
+    # WHEN checked THEN the refusal names it without what could confuse a reader's screen
+    refused = refusal(pdf)
+    assert refused.reason_code is RejectReason.FONT_NOT_EMBEDDED
+    assert "'Evil31mNameXXX" in refused.message
+    assert not any(ord(c) < 32 or c == "[" for c in refused.message)
+    assert len(refused.message) < 250
+
+
 def test_four_pages_is_the_default_limit(good_badge: bytes) -> None:
     # GIVEN PDFs with exactly 4 and 5 pages of embedded-font badges
     four, five = samples.many_pages_badge_pdf(4), samples.many_pages_badge_pdf(5)

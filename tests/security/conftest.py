@@ -58,7 +58,8 @@ def _toml_value(value: Any) -> str:
 def write_config(path: Path, settings: dict[str, Any]) -> Path:
     # The tests' printers are pre-registered: cases submit to them before any heartbeat.
     settings = {"known_printers": KNOWN_TEST_PRINTERS, **settings}
-    lines = [f"{key} = {_toml_value(value)}" for key, value in settings.items()]
+    lines = [f"{key} = {_toml_value(value)}" for key, value in settings.items()
+             if value is not None]  # fmt: skip
     for entry in test_tokens():
         lines.append("[[tokens]]")
         lines += [f"{k} = {_toml_value(v)}" for k, v in entry.model_dump(exclude_none=True).items()]
@@ -92,13 +93,14 @@ def _wait_until_serving(live: LiveCoordinator, timeout_s: float = 30.0) -> None:
 @contextlib.contextmanager
 def running_coordinator(
     directory: Path,
-    redis_url: str,
+    redis_url: str | None,
     venue: str,
     *,
     client_ssl: ssl.SSLContext | None = None,
     **settings: Any,
 ) -> Iterator[LiveCoordinator]:
-    """`badgeline coordinator` as a child process on a free port, for one venue."""
+    """`badgeline coordinator` as a child process on a free port, for one venue
+    (redis_url None: with its embedded Redis, in the state directory)."""
     port = free_port()
     config = write_config(directory / f"coordinator-{port}.toml", {
         "listen_host": "127.0.0.1", "listen_port": port, "venue": venue,

@@ -8,7 +8,8 @@ modes stand between `nobody` and it.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -17,11 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from redis.asyncio import Redis
+import redis
 
 from badgeline.agent.journal import Journal, JournalSettings
-from badgeline.coordinator.store.embedded import PASSWORD_FILE, EmbeddedRedis
-from badgeline.private_files import private_dir
+from badgeline.coordinator.store.embedded import PASSWORD_FILE
+from tests.security.conftest import running_coordinator
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("setpriv") is None,
@@ -58,38 +59,46 @@ def shared_folder() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-async def test_another_user_can_neither_use_the_embedded_redis_nor_read_its_files(
+def test_another_user_can_neither_use_the_embedded_redis_nor_read_its_files(
     shared_folder: Path,
 ) -> None:
-    # GIVEN the coordinator's embedded Redis, holding a venue's data
-    state = private_dir(shared_folder / "coordinator")
-    server = EmbeddedRedis(private_dir(state / "redis"), appendfsync="always")
-    await asyncio.to_thread(server.start)
-    try:
-        client = Redis.from_url(server.url)
-        await client.hset("bl:{hall}:session:abc", mapping={"token_sha256": "f" * 64})
-        await client.aclose()
+    # GIVEN a coordinator started as the README starts it, with its embedded Redis,
+    # its state directory in a folder every user may enter, under umask 022
+    state = shared_folder / "state"
+    with running_coordinator(shared_folder, None, "hall") as live:
+        started = next(json.loads(line[line.index("{"):]) for line in live.log().splitlines()
+                       if '"embedded_redis_started"' in line)  # fmt: skip
+        port, redis_dir = int(started["port"]), Path(started["dir"])
+        password = (redis_dir / PASSWORD_FILE).read_text().strip()
+        client = redis.Redis(port=port, password=password)
+        client.hset("bl:{hall}:session:abc", mapping={"token_sha256": "f" * 64})
+        client.close()
         # WHEN another local user connects to it, without the password
         # THEN every command is refused: nothing read, nothing written
-        assert redis_answer_to_nobody(server.port, "PING").startswith(b"-NOAUTH")
-        assert redis_answer_to_nobody(server.port, "KEYS *").startswith(b"-NOAUTH")
+        assert redis_answer_to_nobody(port, "PING").startswith(b"-NOAUTH")
+        assert redis_answer_to_nobody(port, "KEYS *").startswith(b"-NOAUTH")
         hset = "HSET bl:{hall}:session:forged token_sha256 x"
-        assert redis_answer_to_nobody(server.port, hset).startswith(b"-NOAUTH")
-        # AND it cannot read the password, the server's config or the AOF
-        files = [server.data_dir / PASSWORD_FILE, server.data_dir / "redis.conf",
-                 *(server.data_dir / "appendonlydir").iterdir()]  # fmt: skip
-        assert files and not any(nobody_can_read(path) for path in files)
+        assert redis_answer_to_nobody(port, hset).startswith(b"-NOAUTH")
+        # AND it cannot read the password, the server's config or the AOF, nor list them
+        files = [path for path in state.rglob("*") if path.is_file()]
+        assert redis_dir / PASSWORD_FILE in files and any("appendonly" in str(p) for p in files)
+        assert not any(nobody_can_read(path) for path in files)
         assert as_nobody("ls", str(state)).returncode != 0
         # AND the password is on no command line (any user can read those in /proc)
-        assert server.process is not None
-        cmdline = Path(f"/proc/{server.process.pid}/cmdline").read_bytes()
-        assert server.password is not None and server.password.encode() not in cmdline
-    finally:
-        await asyncio.to_thread(server.stop)
-    # AND everything the server wrote is 0600 in 0700 directories, whatever the umask
-    for path in [state, *state.rglob("*")]:
-        mode = path.stat().st_mode & 0o777
-        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+        assert password.encode() not in _command_lines()
+        # AND everything the coordinator and its server wrote is 0600 in 0700
+        # directories, whatever the umask
+        for path in [state, *state.rglob("*")]:
+            mode = path.stat().st_mode & 0o777
+            assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+
+
+def _command_lines() -> bytes:
+    lines = b""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            lines += cmdline.read_bytes()
+    return lines
 
 
 async def test_another_user_cannot_read_the_agents_journal(shared_folder: Path) -> None:
