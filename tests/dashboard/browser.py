@@ -53,6 +53,8 @@ class PlayedPrinter:
         self.base = f"{base_url}/v1/agents/{printer_id}"
         self.printer_id = printer_id
         self.health = dict(HEALTHY)
+        # what else the agent says of its printer (confirmation, language)
+        self.reports: dict[str, Any] = {}
         self.printing = False
         self._task: asyncio.Task[None] | None = None
 
@@ -76,7 +78,7 @@ class PlayedPrinter:
         async with aiohttp.ClientSession() as http:
             while True:
                 body = {"agent_id": f"pi-{self.printer_id}", "version": "0.1.0",
-                        "health": self.health, "labels": ["hall-a"]}  # fmt: skip
+                        "health": self.health, "labels": ["hall-a"], **self.reports}  # fmt: skip
                 # A stopped coordinator refuses the connection: a real agent carries on.
                 with contextlib.suppress(aiohttp.ClientConnectionError):
                     async with http.post(f"{self.base}/heartbeat", json=body,

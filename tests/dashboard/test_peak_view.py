@@ -109,6 +109,8 @@ async def set_the_scene(venue: Venue) -> asyncio.Task[None]:
     await venue.submit("printer-f", 16)
     await venue.submit("printer-f", 1, expect=503)  # full: a dead letter naming printer-f
     venue.printers["printer-g"].printing = True
+    venue.printers["printer-g"].reports = {"confirmation": "sent"}  # a write-only printer
+    venue.printers["printer-h"].reports = {"confirmation": "process_id"}
     feeder = asyncio.create_task(feed(venue, "printer-g"))
     venue.printers["printer-b"].health = {**HEALTHY, "jammed": True}
     venue.printers["printer-c"].health = {**HEALTHY, "paper": "out"}
@@ -173,7 +175,11 @@ async def see_rates(page: Any, expect: Any) -> None:
     # printer-g prints what a kiosk sends it: a rate, and its trend as a line.
     await expect(g.locator(".rate")).to_have_text(re.compile(r"^[1-9]\d*(\.\d)? badges/min$"))
     await expect(g.locator(".spark-rate polyline")).to_have_count(1)
+    # A write-only printer's weaker "printed" is said, and marked as weaker
+    await expect(g.locator(".confirmation")).to_have_text("sent only (write-only printer)")
+    await expect(g.locator(".confirmation")).to_have_class(re.compile(r"\bweak\b"))
     h = card(page, "printer-h")
+    await expect(h.locator(".confirmation")).not_to_have_class(re.compile(r"\bweak\b"))
     await expect(h.locator(".rate")).to_have_text("0 badges/min")
     await expect(h.locator(".problems")).to_have_text(HOSTILE)
     await expect(h.locator("img")).to_have_count(0)
