@@ -116,6 +116,7 @@ class PrintHead:
         self._batches: Counter[object] = Counter()  # copies waiting, per batch
         self._current: _QueuedPage | None = None
         self._changed = asyncio.Event()
+        self._switched_off = False
         # PNG names keep counting across resets so no picture is overwritten.
         self._sequence = itertools.count(1)
 
@@ -135,9 +136,18 @@ class PrintHead:
         return 0.0 if self._ahead is None else min(self._ahead.drained, self.receiving_bytes)
 
     async def wait_for_room(self) -> int:
-        while not (room := self.room()):
+        """Room to read into, once there is some; 0 once the printer is switched off."""
+        while not (room := self.room()) and not self._switched_off:
             await self._changed.wait()
-        return room
+        return 0 if self._switched_off else room
+
+    def switch_off(self) -> None:
+        """No connection reads any more: the ones waiting for room end now."""
+        self._switched_off = True
+        self.notify()
+
+    def switch_on(self) -> None:
+        self._switched_off = False
 
     def submit(
         self,

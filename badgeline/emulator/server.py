@@ -80,6 +80,7 @@ class PrinterEmulator:
 
     async def _start(self) -> None:
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._head.switch_on()
         port, control_port = self._requested_ports
         bound_port = await self._port.start(self.host, port)
         self._control_runner = web.AppRunner(create_control_app(self), access_log=None)
@@ -90,6 +91,7 @@ class PrinterEmulator:
 
     async def stop(self) -> None:
         """Close every socket; pages still waiting for the print head are never printed."""
+        self._head.switch_off()  # a connection waiting for room (full, paused) ends at once
         await self._port.stop()
         if self._head_task is not None:
             self._head_task.cancel()

@@ -178,7 +178,7 @@ def test_a_once_run_held_by_a_paused_printer_names_it_its_badges_and_the_resume_
     # WHEN `badgeline demo --once` runs on it: badge 3 of 4 names printer-b
     finished = subprocess.run(
         [sys.executable, "-m", "badgeline.cli", "demo", "--once", "--badges", "4",
-         "--out", "demo-out", "--timeout", "30"],
+         "--out", "demo-out", "--timeout", "10"],
         capture_output=True, text=True, timeout=DEMO_TIMEOUT_S, cwd=tmp_path,
         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2])),
     )  # fmt: skip
@@ -195,7 +195,7 @@ def test_a_once_run_held_by_a_paused_printer_names_it_its_badges_and_the_resume_
     assert finished.returncode == 1, finished.stdout + finished.stderr
     report = finished.stderr
     assert report.startswith("badgeline demo: "), report
-    assert "badges did not print within 30 s:" in report, report
+    assert "badges did not print within 10 s:" in report, report
     assert re.search(r"^  printer-b\s+paused\s+1 waiting: A-1003 \(queued\)$", report,
                      re.MULTILINE), report  # fmt: skip
     assert "printer-b is paused, and demo-out keeps a pause from one run to the next" in report

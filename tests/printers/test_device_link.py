@@ -95,7 +95,9 @@ def test_a_write_only_node_reports_status_unknown(fifo_printer: tuple[str, FdPri
 def test_a_device_that_stops_taking_data_times_out(fifo_path: Path) -> None:
     # GIVEN a reader that never reads (a printer that stopped, out of paper)
     reader = os.open(fifo_path, os.O_RDONLY | os.O_NONBLOCK)
-    link = link_to(fifo_path, SILENCE_TIMEOUT_S)
+    # (a printer is gone once it takes nothing for its stall timeout: shortened here)
+    link = DeviceLink(DeviceConnection(path=str(fifo_path), timeout_s=SILENCE_TIMEOUT_S,
+                                       stall_timeout_s=SILENCE_TIMEOUT_S))  # fmt: skip
     try:
         # WHEN more is written than the pipe can buffer
         # THEN the write gives up with a timeout instead of hanging the print loop
