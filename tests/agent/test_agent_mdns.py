@@ -31,6 +31,9 @@ from tests.conftest import agent_token
 from tests.field.conftest import FAST, MdnsPeer
 from tests.helpers import wait_for
 
+# mDNS on loopback is one network for every test process: these run one at a time.
+pytestmark = pytest.mark.xdist_group("mdns")
+
 Advertise = Callable[[str, int], Awaitable[MdnsPeer]]
 
 

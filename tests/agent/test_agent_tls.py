@@ -28,6 +28,9 @@ from tests.conftest import OPERATOR_TOKEN, auth
 from tests.helpers import wait_for
 from tests.security.conftest import running_coordinator, self_signed_certificate
 
+# mDNS on loopback is one network for every test process: these run one at a time.
+pytestmark = pytest.mark.xdist_group("mdns")
+
 PRINTER = "printer-b"
 
 

@@ -10,9 +10,13 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from badgeline.coordinator.store.embedded import free_port
 from tests.helpers import taken_port, wait_for
+
+# mDNS on loopback is one network for every test process: these run one at a time.
+pytestmark = pytest.mark.xdist_group("mdns")
 
 REPO = Path(__file__).resolve().parents[2]
 

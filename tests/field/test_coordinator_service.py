@@ -11,8 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from badgeline.coordinator.store.embedded import free_port
 from badgeline.discovery.coordinator import find_coordinator
+
+# mDNS on loopback is one network for every test process: these run one at a time.
+pytestmark = pytest.mark.xdist_group("mdns")
 
 
 def _datagrams(sock: socket.socket, wanted: set[str], timeout_s: float) -> set[str]:

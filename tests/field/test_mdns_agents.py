@@ -8,9 +8,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from badgeline.discovery import AgentAdvertiser, AgentBrowser
 from tests.field.conftest import FAST, LOOPBACK, PeerFactory, unique
 from tests.helpers import wait_for
+
+# mDNS on loopback is one network for every test process: these run one at a time.
+pytestmark = pytest.mark.xdist_group("mdns")
 
 
 async def test_an_agent_in_another_process_is_seen_with_its_address_port_and_txt(

@@ -26,6 +26,9 @@ from tests.field.conftest import FAST, LOOPBACK, PeerFactory, unique
 from tests.helpers import wait_for
 from tests.security.conftest import http_status, running_coordinator
 
+# mDNS on loopback is one network for every test process: these run one at a time.
+pytestmark = pytest.mark.xdist_group("mdns")
+
 
 async def test_find_coordinator_returns_the_advertised_api(mdns_peer: PeerFactory) -> None:
     # GIVEN a coordinator advertising its venue from another process
