@@ -23,6 +23,7 @@ from badgeline.coordinator.api.openapi_examples import example_of
 from badgeline.coordinator.api.openapi_links import links_for
 from badgeline.coordinator.api.openapi_operations import (
     BY_KEY,
+    FORM,
     JSON_OBJECT,
     PDF,
     TAGS,
@@ -41,6 +42,11 @@ _PARAM_SCHEMAS = {
 _ERROR = m.ErrorBody
 # A PDF, in and out, is bytes: generators make it a file argument and a bytes answer.
 _BINARY = {"type": "string", "format": "binary"}
+_SIGN_IN_FORM = {
+    "type": "object",
+    "required": ["token"],
+    "properties": {"token": {"type": "string", "description": "an operator token"}},
+}
 # The routes a limit applies to (ratelimit.py; attempts.py, where secrets are guessed):
 # agents and operators are not rate limited.
 RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE} | set(GUESSED_ROUTES)
@@ -205,6 +211,8 @@ def _content(body: Body, refs: dict[Any, Any], mode: JsonSchemaMode) -> dict[str
         return {"application/json": {"schema": {"type": "object"}}}
     if body == PDF:
         return {PDF: {"schema": dict(_BINARY)}}
+    if body == FORM:  # the dashboard's sign-in, its one form
+        return {FORM: {"schema": _SIGN_IN_FORM}}
     if body is None or isinstance(body, str):
         return {body: {}} if body else {}
     media: dict[str, Any] = {"schema": refs[(body, mode)]}
