@@ -103,10 +103,6 @@ class Page(Generic[T]):
     items: list[T]
     next: str | None
 
-    def envelope(self, render: Callable[[T], Any] = lambda item: item, **about: Any) -> dict:
-        """The JSON answer: the fields about the whole list, then items and next."""
-        return {**about, "items": [render(item) for item in self.items], "next": self.next}
-
 
 def page_of(
     whole: Sequence[T], key: Callable[[T], Position], tag: str, query: PageQuery,
