@@ -89,7 +89,7 @@ def where_to_look(venue: LocalVenue, paused: list[str]) -> str:
 
 
 def paused_printers(venue: LocalVenue) -> list[str]:
-    return sorted(p["printer_id"] for p in venue.api("GET", "/v1/printers")["printers"]
+    return sorted(p["printer_id"] for p in venue.api("GET", "/v1/printers")["items"]
                   if p.get("paused"))  # fmt: skip
 
 
@@ -100,7 +100,7 @@ def not_printed_report(venue: LocalVenue, job_ids: list[str], timeout_s: float) 
     missing = [job_id for job_id in job_ids if not printed[job_id]]
     head = f"{len(missing)} of {len(job_ids)} badges did not print within {timeout_s:g} s"
     try:
-        printers = {p["printer_id"]: p for p in venue.api("GET", "/v1/printers")["printers"]}
+        printers = {p["printer_id"]: p for p in venue.api("GET", "/v1/printers")["items"]}
         jobs = [venue.job(job_id) for job_id in missing]
     except (OSError, HttpStatusError, ValueError) as error:  # it stopped answering
         return f"{head}; the coordinator does not answer ({error}): see {venue.root / 'logs'}/"

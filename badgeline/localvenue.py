@@ -270,7 +270,7 @@ class LocalVenue:
                    60, "every printer to report healthy")  # fmt: skip
 
     def printer_states(self) -> dict[str, str]:
-        printers = self.api("GET", "/v1/printers")["printers"]
+        printers = self.api("GET", "/v1/printers")["items"]
         return {p["printer_id"]: p["state"] for p in printers}
 
     def all_printers_healthy(self, heard_since: float | None = None) -> bool:
@@ -280,7 +280,7 @@ class LocalVenue:
         `healthy` from their last heartbeats, long stale: routing takes no printer
         whose heartbeat is stale, so only this run's heartbeats make the venue ready.
         """
-        printers = self.api("GET", "/v1/printers")["printers"]
+        printers = self.api("GET", "/v1/printers")["items"]
         now = time.time()
         seen = {p["printer_id"]: p for p in printers}
 

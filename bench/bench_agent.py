@@ -129,7 +129,7 @@ def children_of(pid: int) -> list[int]:
 
 def heartbeat_at(venue: LocalVenue, agent_id: str) -> float | None:
     """Wall-clock time of the printer's latest heartbeat if `agent_id` sent it."""
-    printers = venue.api("GET", "/v1/printers")["printers"]
+    printers = venue.api("GET", "/v1/printers")["items"]
     answered_at = time.time()
     for printer in printers:
         if printer["printer_id"] == PRINTER and printer["agent_id"] == agent_id:

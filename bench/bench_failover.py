@@ -121,7 +121,7 @@ def queue_on_dead_printer(venue: LocalVenue, ref: str, count: int, tag: str) -> 
 
 def decisions(venue: LocalVenue) -> list[dict[str, Any]]:
     """The automatic failover decisions for the failing printer, newest first."""
-    every: list[dict[str, Any]] = venue.api("GET", "/v1/failovers")["failovers"]
+    every: list[dict[str, Any]] = venue.api("GET", "/v1/failovers")["items"]
     return [d for d in every if d["dead_printer_id"] == DEAD and d["decision_id"][:3] == "fo-"]
 
 

@@ -22,6 +22,11 @@ def job_body(printer_target: str = "printer-a", **overrides: Any) -> dict[str, A
     return body
 
 
+def findings(report: dict[str, Any], finding: str) -> list[dict[str, Any]]:
+    """The jobs on one of the reconciliation's lists (GET /v1/reconcile's items)."""
+    return [item for item in report["items"] if item["finding"] == finding]
+
+
 async def wait_for(
     condition: Callable[[], Awaitable[Any]], timeout_s: float = 10.0, interval_s: float = 0.02
 ) -> Any:

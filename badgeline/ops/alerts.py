@@ -12,6 +12,8 @@ from badgeline.ops.client import EXIT_REFUSED, OpsClient
 from badgeline.ops.command import add_common_options, execute
 from badgeline.ops.tables import clock, section, table
 
+RECENT_EVENTS = 10
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser)
@@ -27,14 +29,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
-    return client.get("/v1/alerts", stall_after_s=args.stall_after)
+    alerts = client.get_all("/v1/alerts", stall_after_s=args.stall_after)
+    # The latest events only: the list keeps hundreds.
+    events = client.get("/v1/alerts/events", limit=RECENT_EVENTS)["items"]
+    return {**alerts, "events": events}
 
 
 def render(answer: Any, args: argparse.Namespace) -> str:
     active = [[a["severity"].upper(), a["kind"], a["printer_id"], a["message"]]
-              for a in answer["alerts"]]  # fmt: skip
+              for a in answer["items"]]  # fmt: skip
     events = [[clock(e["at"]), e["kind"], e.get("printer_id"), e.get("previous")]
-              for e in answer["events"][:10]]  # fmt: skip
+              for e in answer["events"]]  # fmt: skip
     return "\n\n".join([
         table(["SEVERITY", "KIND", "PRINTER", "MESSAGE"], active) if active else "no active alerts",
         section("recent events:",
@@ -43,7 +48,7 @@ def render(answer: Any, args: argparse.Namespace) -> str:
 
 
 def verdict(answer: Any, args: argparse.Namespace) -> int:
-    critical = any(a["severity"] == "critical" for a in answer["alerts"])
+    critical = any(a["severity"] == "critical" for a in answer["items"])
     return EXIT_REFUSED if args.check and critical else 0
 
 

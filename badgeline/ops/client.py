@@ -19,6 +19,8 @@ DEFAULT_URL = "http://127.0.0.1:8420"
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
+# Items a page of a list holds when the CLI reads it whole (the API's most).
+PAGE_LIMIT = 500
 
 _HINTS = {
     401: "pass an operator token with --token or BADGELINE_TOKEN",
@@ -79,6 +81,17 @@ class OpsClient:
         if given:
             path += "?" + urllib.parse.urlencode(given)
         return self._call("GET", path, None)
+
+    def get_all(self, path: str, page_limit: int = PAGE_LIMIT, **query: Any) -> Any:
+        """A list whole: `GET path` and every page after it (each page's `next` sent
+        back as `after`). The answer is the first page's, holding every item."""
+        first = self.get(path, limit=page_limit, **query)
+        page = first
+        while page.get("next"):
+            page = self.get(path, limit=page_limit, after=page["next"], **query)
+            first["items"] += page["items"]
+        first["next"] = None
+        return first
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
         body = body if body is not None else {}

@@ -141,7 +141,7 @@ def require_known_printers(client: OpsClient, args: argparse.Namespace, *named: 
     coordinator has never heard of, unless --force (a printer not set up yet)."""
     if getattr(args, "force", False):  # read-only commands have no --force
         return
-    known = [p["printer_id"] for p in client.get("/v1/printers")["printers"]]
+    known = [p["printer_id"] for p in client.get_all("/v1/printers")["items"]]
     unknown = [p for p in named if p not in known]
     if unknown:
         listed = ", ".join(known[:12]) + (", …" if len(known) > 12 else "") or "none yet"

@@ -22,14 +22,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
     if args.action == "list":
-        return client.get("/v1/dead-letters")
+        return client.get_all("/v1/dead-letters")
     return client.post("/v1/dead-letters/redrive", {"ids": args.ids} if args.ids else {})
 
 
 def render(answer: Any, args: argparse.Namespace) -> str:
     if args.action == "list":
         rows = [[d["job_id"], d["printer_id"], clock(d["dead_lettered_at"]), d["reason"]]
-                for d in answer["dead_letters"]]  # fmt: skip
+                for d in answer["items"]]  # fmt: skip
         return table(["JOB", "PRINTER", "AT-UTC", "REASON"], rows) if rows else "no dead letters"
     rows = [[r["job_id"], r["outcome"], r["detail"]] for r in answer["results"]]
     return table(["JOB", "OUTCOME", "DETAIL"], rows) if rows else "nothing to redrive"

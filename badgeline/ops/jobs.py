@@ -17,14 +17,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
-    return client.get("/v1/jobs", attendee_id=args.attendee)
+    return client.get_all("/v1/jobs", attendee_id=args.attendee)
 
 
 def render(answer: Any, args: argparse.Namespace) -> str:
     rows = [
         [j["job_id"], j["state"], j["printer_id"], j["prints"], clock(j["created_at"]),
          j["reprint_of"], j["possible_duplicate"], j["last_error"]]
-        for j in answer["jobs"]
+        for j in answer["items"]
     ]  # fmt: skip
     if not rows:
         return f"no jobs for attendee {args.attendee}"

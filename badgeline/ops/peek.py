@@ -21,7 +21,8 @@ from badgeline.ops.tables import seconds, table
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_options(parser)
     parser.add_argument("printer", type=printer_id, help="the printer whose queue to show")
-    parser.add_argument("--limit", type=int, default=10, help="jobs to show (default: %(default)s)")
+    parser.add_argument("--limit", type=int, default=10,
+                        help="jobs to show, 1-500 (default: %(default)s)")  # fmt: skip
 
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
@@ -35,7 +36,7 @@ def render(answer: Any, args: argparse.Namespace) -> str:
     rows = [
         [position, job["job_id"], job["attendee_id"], job["priority"], job["attempts"],
          seconds(now - job["updated_at"]), job["possible_duplicate"], job["last_error"]]
-        for position, job in enumerate(answer["jobs"])
+        for position, job in enumerate(answer["items"])
     ]  # fmt: skip
     head = f"{answer['printer_id']}: {answer['depth']} job(s) waiting"
     if not rows:

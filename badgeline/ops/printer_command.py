@@ -65,4 +65,4 @@ class PrinterCommand:
 def render_printer(answer: Any, args: argparse.Namespace) -> str:
     """The printer's row, as `badgeline printers` shows it."""
     printer = {**answer, "flags": [], "head_wait_s": None}
-    return render_printers({"printers": [printer]}, args)
+    return render_printers({"items": [printer]}, args)

@@ -26,14 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
-    printers = client.get("/v1/printers")["printers"]
-    queues = client.get("/v1/queues", stall_after_s=args.stall_after)["queues"]
+    printers = client.get_all("/v1/printers")["items"]
+    queues = client.get_all("/v1/queues", stall_after_s=args.stall_after)["items"]
     by_id = {q["printer_id"]: q for q in queues}
     for printer in printers:
         queue = by_id.get(printer["printer_id"], {})
         printer["flags"] = queue.get("flags", [])
         printer["head_wait_s"] = queue.get("head_wait_s")
-    return {"printers": printers}
+    return {"items": printers, "next": None}
 
 
 def health_detail(health: dict[str, Any] | None) -> str:
@@ -74,7 +74,7 @@ def notes(printer: dict[str, Any]) -> list[str]:
 
 
 def render(answer: Any, args: argparse.Namespace) -> str:
-    printers = answer["printers"]
+    printers = answer["items"]
     rows = [
         [p["printer_id"], p["state"], p["paused"], not p.get("rejecting", False),
          p["queue_depth"], p["in_flight"], seconds(p["last_heartbeat_age_s"]),

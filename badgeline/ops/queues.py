@@ -19,11 +19,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
-    return client.get("/v1/queues", stall_after_s=args.stall_after)
+    return client.get_all("/v1/queues", stall_after_s=args.stall_after)
 
 
 def render(answer: Any, args: argparse.Namespace) -> str:
-    queues = answer["queues"]
+    queues = answer["items"]
     if not queues:
         return "no printers have reported yet"
     # LOAD: a bar of each depth against the deepest queue's (empty: `-`).

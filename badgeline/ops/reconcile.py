@@ -27,12 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
-    return client.get("/v1/reconcile", deadline_s=args.deadline)
+    return client.get_all("/v1/reconcile", deadline_s=args.deadline)
 
 
-def _jobs(jobs: list[dict[str, Any]]) -> str:
+def _jobs(answer: Any, finding: str) -> str:
     rows = [[j["job_id"], j["attendee_id"], j["state"], j["printer_id"], j["prints"],
-             seconds(j["age_s"])] for j in jobs]  # fmt: skip
+             seconds(j["age_s"])] for j in answer["items"] if j["finding"] == finding]  # fmt: skip
     return table(["JOB", "ATTENDEE", "STATE", "PRINTER", "PRINTS", "AGE"], rows) if rows else ""
 
 
@@ -44,7 +44,8 @@ def _retired(answer: Any) -> dict[str, int]:
 
 def clean(answer: Any) -> bool:
     # A job printed twice stays a finding after it has left Redis.
-    return not (answer["printed_more_than_once"] or answer["not_terminal"]
+    found = answer["findings"]
+    return not (found["printed_more_than_once"] or found["not_terminal"]
                 or answer["counts"]["unaccounted"]
                 or _retired(answer).get("printed_more_than_once"))  # fmt: skip
 
@@ -64,10 +65,10 @@ def render(answer: Any, args: argparse.Namespace) -> str:
     parts = [
         summary,
         section("printed more than once (must be empty):",
-                _jobs(answer["printed_more_than_once"])),
+                _jobs(answer, "printed_more_than_once")),
         section("possible duplicates (flagged re-prints of unconfirmed jobs):",
-                _jobs(answer["possible_duplicates"])),
-        section(f"not terminal after {answer['deadline_s']:g} s:", _jobs(answer["not_terminal"])),
+                _jobs(answer, "possible_duplicates")),
+        section(f"not terminal after {answer['deadline_s']:g} s:", _jobs(answer, "not_terminal")),
         "CLEAN" if clean(answer) else "NOT CLEAN",
     ]  # fmt: skip
     if answer["truncated"]:

@@ -20,13 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fetch(client: OpsClient, args: argparse.Namespace) -> Any:
-    return client.get("/v1/stats", by=args.by)
+    return client.get_all("/v1/stats", by=args.by)
 
 
 def render(answer: Any, args: argparse.Namespace) -> str:
     key = KEY_COLUMN[answer["by"]]
     columns = [key, "printed"] + (["failed_attempts"] if answer["by"] == "printer" else [])
-    rows = [[row[c] for c in columns] for row in answer["rows"]]
+    rows = [[row[c] for c in columns] for row in answer["items"]]
     t = answer["totals"]
     totals = (f"accepted {t['accepted']}  printed {t['printed']}  reprints {t['reprints']} "
               f"(rate {answer['reprint_rate']:.1%})  failed attempts {t['failed_attempts']}  "

@@ -71,7 +71,9 @@ class HistoryEntry(ResponseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
 
-class JobView(ResponseModel):
+class JobSummary(ResponseModel):
+    """A job without its history (a queue's page lists these)."""
+
     job_id: str
     state: JobState
     attendee_id: str
@@ -95,11 +97,12 @@ class JobView(ResponseModel):
         " can print it; fix the badge and submit a new job",
     )
     prints: int = Field(description="physical prints reported by agents")
+
+
+class JobView(JobSummary):
+    """A job with its history."""
+
     history: list[HistoryEntry]
-
-
-class JobList(ResponseModel):
-    jobs: list[JobView]
 
 
 class CancelResult(ResponseModel):
@@ -153,10 +156,6 @@ class DeadLetter(ResponseModel):
     dead_lettered_at: float
 
 
-class DeadLetterList(ResponseModel):
-    dead_letters: list[DeadLetter]
-
-
 class ErrorField(ResponseModel):
     loc: list[str | int]
     msg: str
@@ -186,7 +185,6 @@ __all__ = [
     "CancelResult",
     "CanceledJobs",
     "DeadLetter",
-    "DeadLetterList",
     "ErrorBody",
     "ErrorDetail",
     "ErrorField",
@@ -194,7 +192,7 @@ __all__ = [
     "HeartbeatResponse",
     "HistoryEntry",
     "JobId",
-    "JobList",
+    "JobSummary",
     "JobView",
     "LeaseResponse",
     "LeasedJob",

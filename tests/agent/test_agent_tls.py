@@ -72,7 +72,7 @@ async def test_an_agent_trusts_a_self_signed_coordinator_through_its_ca_file(
             # WHEN it runs THEN it enrols and heartbeats over HTTPS
             async def heartbeating() -> bool:
                 assert agent.process is not None and agent.process.returncode is None, agent.tail()
-                printers = _operator(live.url + "/v1/printers", trusting)["printers"]
+                printers = _operator(live.url + "/v1/printers", trusting)["items"]
                 return any(p["printer_id"] == PRINTER and p["agent_id"] == "pi-tls"
                            for p in printers)  # fmt: skip
 

@@ -83,9 +83,9 @@ async def test_at_every_print_speed_each_badge_prints_once_and_is_never_in_doubt
         assert emulator.status()["discarded"] == 0
     # AND no printer was ever reported unreachable (slow is not gone): none failed over
     printers_view = await kiosk.operator_get("/v1/printers")
-    states = {p["printer_id"]: p["state"] for p in printers_view["printers"]}
+    states = {p["printer_id"]: p["state"] for p in printers_view["items"]}
     assert all(states[printer_id] == "healthy" for printer_id in printers), states
-    assert (await kiosk.operator_get("/v1/failovers"))["failovers"] == []
+    assert (await kiosk.operator_get("/v1/failovers"))["items"] == []
 
 
 async def test_a_printer_that_freezes_mid_badge_ends_uncertain_and_the_badge_prints_elsewhere(

@@ -19,7 +19,7 @@ from tests.helpers import wait_for
 async def _printer_view(kiosk: Kiosk, printer_id: str) -> dict[str, Any]:
     """The printer's row ({} until its agent's first heartbeat)."""
     view = await kiosk.operator_get("/v1/printers")
-    return next((p for p in view["printers"] if p["printer_id"] == printer_id), {})
+    return next((p for p in view["items"] if p["printer_id"] == printer_id), {})
 
 
 async def test_a_write_only_printer_prints_each_badge_once_confirmed_as_sent(

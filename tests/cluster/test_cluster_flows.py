@@ -157,7 +157,7 @@ async def test_a_dead_printer_fails_over_on_a_cluster(
 
 async def _failovers(client: Client) -> list[Any]:
     response = await client.get("/v1/failovers", headers=auth(OPERATOR_TOKEN))
-    found: list[Any] = (await flows.expect(response, 200))["failovers"]
+    found: list[Any] = (await flows.expect(response, 200))["items"]
     return found
 
 

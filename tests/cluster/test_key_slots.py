@@ -80,6 +80,9 @@ async def _every_operation(client: Client) -> None:
     await flows.expect(await client.post("/v1/queues/printer-a/cancel",
                                          headers=flows.OPERATOR), 200)  # fmt: skip
     await flows.expect(await client.get("/v1/reconcile", headers=flows.OPERATOR), 200)
+    # the lists kept newest first, read a page at a time (list_after-1.lua)
+    await flows.expect(await client.get("/v1/failovers", headers=flows.OPERATOR), 200)
+    await flows.expect(await client.get("/v1/alerts/events", headers=flows.OPERATOR), 200)
     code = await flows.expect(await client.post("/v1/enrolment-codes", json={
         "printer_id": "printer-c"}, headers=flows.OPERATOR), 201)  # fmt: skip
     await flows.expect(await client.post("/v1/enrol", json={

@@ -98,12 +98,12 @@ async def cancel(client: Client, job_id: str, status: int = 200) -> Any:
 
 async def queue_ids(client: Client, printer_id: str = "printer-a") -> list[str]:
     response = await client.get(f"/v1/queues/{printer_id}?limit=500", headers=OPERATOR)
-    return [job["job_id"] for job in (await expect(response, 200))["jobs"]]
+    return [job["job_id"] for job in (await expect(response, 200))["items"]]
 
 
 async def dead_letters(client: Client) -> list[Any]:
     response = await client.get("/v1/dead-letters", headers=OPERATOR)
-    letters: list[Any] = (await expect(response, 200))["dead_letters"]
+    letters: list[Any] = (await expect(response, 200))["items"]
     return letters
 
 

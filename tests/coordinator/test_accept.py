@@ -76,7 +76,7 @@ async def test_job_history_and_lookup_by_attendee(client: TestClient[Any, Any]) 
     assert job["history"][0]["from"] is None and job["history"][0]["to"] == "queued"
     assert job["history"][0]["actor"] == "kiosk:kiosk-1"
     listed = await (await client.get("/v1/jobs?attendee_id=att_history", headers=KIOSK)).json()
-    assert [j["job_id"] for j in listed["jobs"]] == [created["job_id"]]
+    assert [j["job_id"] for j in listed["items"]] == [created["job_id"]]
 
 
 # --------------------------------------------------------------------------- bad input

@@ -168,7 +168,7 @@ async def _queued_everywhere(session: aiohttp.ClientSession, url: str) -> list[s
     for printer_id in TEST_PRINTERS:
         async with session.get(f"{url}/v1/queues/{printer_id}?limit=500",
                                headers=auth(OPERATOR_TOKEN)) as response:  # fmt: skip
-            members += [job["job_id"] for job in (await response.json())["jobs"]]
+            members += [job["job_id"] for job in (await response.json())["items"]]
     return members
 
 

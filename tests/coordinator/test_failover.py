@@ -96,7 +96,7 @@ async def test_jammed_printer_fails_over_once(
     assert sorted(decision["drained_job_ids"]) == sorted(j for j in ids if j != printing["job_id"])
     assert decision["inflight_job_ids"] == [printing["job_id"]]
     peek = await (await fleet.get("/v1/queues/printer-b?limit=10", headers=OPS)).json()
-    moved = [j["job_id"] for j in peek["jobs"]]
+    moved = [j["job_id"] for j in peek["items"]]
     assert moved[:4] == [j for j in ids if j != printing["job_id"]]
     # AND the moved leased job no longer counts as printer-a's load when routing
     assert await redis.smembers(VenueKeys(settings.venue).leased("printer-a")) == set()
@@ -213,7 +213,7 @@ async def test_pause_resume_and_drain_by_hand(fleet: TestClient[Any, Any]) -> No
     resumed = await fleet.post("/v1/printers/printer-a/resume", headers=OPS)
     assert (await resumed.json())["paused"] is False
     printers = await (await fleet.get("/v1/printers", headers=OPS)).json()
-    depth = {p["printer_id"]: p["queue_depth"] for p in printers["printers"]}
+    depth = {p["printer_id"]: p["queue_depth"] for p in printers["items"]}
     assert depth == {"printer-a": 0, "printer-b": 4}
 
 
@@ -225,7 +225,7 @@ async def test_rebalance_moves_the_tail_of_a_skewed_queue(fleet: TestClient[Any,
     assert len(result["moved"]) == 6
     assert {m["job_id"] for m in result["moved"]} == set(ids[3:])
     printers = await (await fleet.get("/v1/printers", headers=OPS)).json()
-    assert sorted(p["queue_depth"] for p in printers["printers"]) == [3, 3, 3]
+    assert sorted(p["queue_depth"] for p in printers["items"]) == [3, 3, 3]
 
 
 async def test_rebalance_keeps_jobs_in_their_printers_pool(make_client: MakeClient) -> None:
@@ -239,7 +239,7 @@ async def test_rebalance_keeps_jobs_in_their_printers_pool(make_client: MakeClie
     assert {m["to"] for m in result["moved"]} == {"printer-b"}
     assert {m["job_id"] for m in result["moved"]} == set(ids[3:])
     printers = await (await client.get("/v1/printers", headers=OPS)).json()
-    depth = {p["printer_id"]: p["queue_depth"] for p in printers["printers"]}
+    depth = {p["printer_id"]: p["queue_depth"] for p in printers["items"]}
     assert depth == {"printer-a": 3, "printer-b": 3, "printer-c": 0}
 
 
@@ -280,7 +280,7 @@ async def test_dead_printer_without_peers_parks_new_jobs(fleet: TestClient[Any, 
 
 async def _decisions(client: TestClient[Any, Any]) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = (await (await client.get("/v1/failovers", headers=OPS)).json())[
-        "failovers"
+        "items"
     ]
     return found
 
@@ -312,7 +312,7 @@ async def test_coordinators_own_downtime_is_not_missed_heartbeats(
     await wait_for(lambda: _watch_resumed(redis, keys.heartbeat_watch, long_ago))
     # THEN the printer was not declared dead for beats nobody could have received
     printers = await (await fleet.get("/v1/printers", headers=OPS)).json()
-    assert printers["printers"][0]["state"] == "healthy"
+    assert printers["items"][0]["state"] == "healthy"
     assert await _decisions(fleet) == []
 
 

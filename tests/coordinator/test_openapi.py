@@ -79,9 +79,10 @@ async def test_openapi_documents_every_registered_route(client: Client) -> None:
         if op.get("x-undocumented")
     )
     assert undocumented == [], "add them to badgeline/coordinator/api/openapi_operations.py"
-    # AND an operator route carries its query model and the error answers
+    # AND an operator route carries its query model (with the paging parameters) and
+    # the error answers
     stats = document["paths"]["/v1/stats"]["get"]
-    assert [param["name"] for param in stats["parameters"]] == ["by"]
+    assert [param["name"] for param in stats["parameters"]] == ["limit", "after", "by"]
     assert {"200", "401", "403", "422"} <= set(stats["responses"])
 
 

@@ -19,7 +19,7 @@ async def _pause(client: Client, body: Any, status: int = 200) -> Any:
 
 async def _listed(client: Client) -> Any:
     printers = await flows.expect(await client.get("/v1/printers", headers=flows.OPERATOR), 200)
-    return next(p for p in printers["printers"] if p["printer_id"] == "printer-a")
+    return next(p for p in printers["items"] if p["printer_id"] == "printer-a")
 
 
 async def test_the_reason_is_shown_while_paused_and_gone_after(client: Client) -> None:

@@ -23,12 +23,12 @@ async def _operator(client: Client, path: str, body: Any = None, status: int = 2
 
 async def _printer(client: Client, printer_id: str) -> Any:
     printers = await flows.expect(await client.get("/v1/printers", headers=flows.OPERATOR), 200)
-    return next(p for p in printers["printers"] if p["printer_id"] == printer_id)
+    return next(p for p in printers["items"] if p["printer_id"] == printer_id)
 
 
 async def _decisions(client: Client) -> list[Any]:
     answer = await flows.expect(await client.get("/v1/failovers", headers=flows.OPERATOR), 200)
-    decisions: list[Any] = answer["failovers"]
+    decisions: list[Any] = answer["items"]
     return decisions
 
 

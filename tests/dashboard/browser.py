@@ -145,7 +145,7 @@ class Venue:
             return await response.json()
 
     async def printer(self, printer_id: str) -> dict[str, Any]:
-        printers = (await self.get("/v1/printers"))["printers"]
+        printers = (await self.get("/v1/printers"))["items"]
         return next((p for p in printers if p["printer_id"] == printer_id), {})
 
     async def state(self, printer_id: str) -> str:

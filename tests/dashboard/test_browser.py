@@ -175,7 +175,7 @@ async def search_and_reprint(page: Any, expect: Any, venue: Venue, attendee_id: 
     await wait_for(both_answered)
     assert sorted(answered) == [200, 201]
     listed = await venue.get(f"/v1/jobs?attendee_id={attendee_id}")
-    assert [j["reprint_of"] for j in listed["jobs"]].count(original) == 1
+    assert [j["reprint_of"] for j in listed["items"]].count(original) == 1
     # The search re-runs: the original, untouched, and its reprint.
     await expect(job).to_have_count(2)
     reprint = page.locator(f"#results article.job:not([data-job='{original}'])")

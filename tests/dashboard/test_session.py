@@ -108,7 +108,7 @@ async def test_cookie_writes_need_the_csrf_header(client: Client, csrf: str) -> 
         refused = await client.post("/v1/printers/printer-a/pause", json={}, headers=headers)
         assert refused.status == 403, headers
         assert "X-CSRF-Token" in (await refused.json())["error"]["message"]
-    printers = (await (await client.get("/v1/printers")).json())["printers"]
+    printers = (await (await client.get("/v1/printers")).json())["items"]
     assert not printers[0]["paused"]  # the refused requests changed nothing
     done = await client.post("/v1/printers/printer-a/pause", json={"for_s": 60},
                              headers={"X-CSRF-Token": csrf})  # fmt: skip

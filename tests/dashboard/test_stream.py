@@ -61,7 +61,7 @@ async def test_the_stream_pushes_every_second_and_at_once_on_new_work(
         assert printer(first, "printer-a")["queue_depth"] == 0
         # Same JSON as the operator routes, plus the dashboard's own sections;
         # endpoints this coordinator lacks are reported, not fatal.
-        route = (await (await client.get("/v1/printers")).json())["printers"]
+        route = (await (await client.get("/v1/printers")).json())["items"]
         assert [sorted(p) for p in first["printers"]] == [sorted(p) for p in route]
         for section in ("reconcile", "stats", "alerts", "dead_letters"):
             assert isinstance(first[section], dict), section
@@ -127,7 +127,7 @@ async def test_snapshot_shows_dead_letters_parked_jobs_and_failovers(
     snapshot = await wait_for(parked, timeout_s=5)
     assert printer(snapshot, "printer-a")["state"] == "dead"
     assert snapshot["dead_letter_count"] == 1
-    [letter] = snapshot["dead_letters"]["dead_letters"]
+    [letter] = snapshot["dead_letters"]["items"]
     assert letter["reason"].startswith("backpressure"), letter
     [decision] = snapshot["failovers"]
     assert decision["dead_printer_id"] == "printer-a"

@@ -136,7 +136,7 @@ systemctl() {{ "{sys.executable}" -m tests.docs.systemctl_standin "$@"; }}""")
     def printers(self) -> dict[str, Any]:
         operator = self.token("operator-1")
         answer = http_get(self.url + "/v1/printers", self.trusting_the_ca(), operator)
-        return {p["printer_id"]: p for p in answer["printers"]}
+        return {p["printer_id"]: p for p in answer["items"]}
 
     def printed(self) -> list[dict[str, Any]]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.emulator_control}/printed") as r:
@@ -270,4 +270,4 @@ def test_the_venue_setup_page_takes_a_fresh_server_to_a_printed_badge(venue: Ven
     assert job["state"] == "queued" and job["printer_id"] == "printer-01", submitted
     assert [row["job_id"] for row in venue.printed()] == [job["job_id"]]
     seen = json.loads(output_of("?attendee_id=A-1001"))
-    assert [(j["job_id"], j["state"]) for j in seen["jobs"]] == [(job["job_id"], "printed")]
+    assert [(j["job_id"], j["state"]) for j in seen["items"]] == [(job["job_id"], "printed")]

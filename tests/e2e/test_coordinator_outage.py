@@ -107,7 +107,7 @@ def test_acks_of_a_print_finished_while_the_coordinator_was_down_arrive_after_it
     views = wait_until_state(venue, jobs, "printed", timeout_s=ACK_AFTER_RETURN_S)
     history = views[first]["history"]
     report(history, asked_at, down_at, back_at)
-    for decision in venue.api("GET", "/v1/failovers")["failovers"]:
+    for decision in venue.api("GET", "/v1/failovers")["items"]:
         print(f"  failover {decision['decision_id']} at {decision['decided_at'] - back_at:+.2f}:"
               f" {decision['reason']}; in flight {decision['inflight_resolution']}")  # fmt: skip
     [lease_id] = [row["lease_id"] for row in journal_rows(venue, PRINTER)

@@ -109,12 +109,12 @@ def check_where_to_look(lines: list[str], out: Path) -> None:
     assert len(dashboards) == 1, text
     url = dashboards[0]
     # The operator token is the venue's: the operator API takes it, and the dashboard is there
-    printers = http_json("GET", url + "/v1/printers", token=tokens["operator"][0])["printers"]
+    printers = http_json("GET", url + "/v1/printers", token=tokens["operator"][0])["items"]
     assert {p["printer_id"] for p in printers} >= {"printer-a", "printer-b", "printer-c"}
     with urllib.request.urlopen(url + "/", timeout=10) as response:
         assert response.status == 200
     # The kiosk token reads jobs (a kiosk's own: none of these four is its business)
-    assert "jobs" in http_json("GET", url + "/v1/jobs?attendee_id=A-1001",
+    assert "items" in http_json("GET", url + "/v1/jobs?attendee_id=A-1001",
                                token=tokens["kiosk"][0])  # fmt: skip
     # Each agent token is the one in that agent's config
     for printer_id in ("printer-a", "printer-b", "printer-c"):

@@ -19,7 +19,7 @@ FAULTY = "printer-c"
 
 
 def printer_view(venue: E2EVenue, printer_id: str) -> dict[str, Any]:
-    printers = venue.api("GET", "/v1/printers")["printers"]
+    printers = venue.api("GET", "/v1/printers")["items"]
     return next(p for p in printers if p["printer_id"] == printer_id)
 
 

@@ -131,7 +131,7 @@ def test_hostile_references_and_pdfs_fail_their_own_job_and_nothing_else(
         assert not any(mark in view["last_error"] for mark in ("%%", "xxx", "doctype")), name
     # AND it was the same agent throughout: it never exited for a job's sake
     assert agent_pid(venue) == pid
-    status = venue.api("GET", "/v1/printers")["printers"][0]
+    status = venue.api("GET", "/v1/printers")["items"][0]
     assert status["state"] == "healthy", status
 
 

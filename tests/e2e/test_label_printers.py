@@ -64,7 +64,7 @@ def test_a_zebra_agent_killed_while_badges_flow_loses_none_and_flags_every_secon
     twice = {job for job in jobs if counts[job] > 1}
     flagged = {r["job_id"] for r in records if r.get("possible_duplicate")}
     assert twice <= flagged
-    views = {p["printer_id"]: p for p in venue.api("GET", "/v1/printers")["printers"]}
+    views = {p["printer_id"]: p for p in venue.api("GET", "/v1/printers")["items"]}
     assert views[ZEBRA]["language"] == "zpl"
     assert views[ZEBRA]["confirmation"] == "host_status"
 

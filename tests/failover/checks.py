@@ -98,7 +98,7 @@ def printer_state(venue: LocalVenue, printer_id: str) -> str:
 
 def failovers(venue: LocalVenue, url: str | None = None) -> list[dict[str, Any]]:
     answer = http_json("GET", (url or venue.url) + "/v1/failovers", token=venue.operator_token)
-    decisions: list[dict[str, Any]] = answer["failovers"]
+    decisions: list[dict[str, Any]] = answer["items"]
     return decisions
 
 

@@ -61,7 +61,7 @@ def test_failed_prints_back_off_then_fail_and_dead_letter_after_max_attempts(
     assert history[-1]["reason"].startswith(f"print failed {MAX_ATTEMPTS} times, last: ")
 
     # Dead-lettered with its last error.
-    dead = venue.api("GET", "/v1/dead-letters")["dead_letters"]
+    dead = venue.api("GET", "/v1/dead-letters")["items"]
     assert [d["job_id"] for d in dead] == [bad]
     assert dead[0]["reason"] == history[-1]["reason"] and job["last_error"] in dead[0]["reason"]
     # The failing badge held up nothing, and never came out.

@@ -31,11 +31,12 @@ async def test_paper_low_raises_one_event_per_change(
         assert await agent.heartbeat(paper="low") == "degraded"
     # THEN one paper_low event is logged and recorded
     assert [e["printer_id"] for e in events(caplog, "printer_paper_low")] == ["printer-a"]
-    answer = await venue.ops("GET", "/v1/alerts")
-    assert [(e["kind"], e["printer_id"]) for e in answer["events"]] == [("paper_low", "printer-a")]
+    recorded = await venue.ops("GET", "/v1/alerts/events")
+    assert [(e["kind"], e["printer_id"]) for e in recorded["items"]] == [("paper_low", "printer-a")]
     # AND it is an active alert, and the printer's health says so
-    assert [(a["kind"], a["printer_id"]) for a in answer["alerts"]] == [("paper_low", "printer-a")]
-    printers = (await venue.ops("GET", "/v1/printers"))["printers"]
+    answer = await venue.ops("GET", "/v1/alerts")
+    assert [(a["kind"], a["printer_id"]) for a in answer["items"]] == [("paper_low", "printer-a")]
+    printers = (await venue.ops("GET", "/v1/printers"))["items"]
     assert printers[0]["health"]["paper"] == "low"
     printers_cli = await venue.cli_ok("printers")
     assert "paper-low" in printers_cli.line("printer-a")
@@ -44,9 +45,9 @@ async def test_paper_low_raises_one_event_per_change(
     await agent.heartbeat(paper="ok")
     # THEN the change is one more event and the alert is gone
     assert len(events(caplog, "printer_paper_ok")) == 1
-    answer = await venue.ops("GET", "/v1/alerts")
-    assert [e["kind"] for e in answer["events"]] == ["paper_ok", "paper_low"]
-    assert answer["alerts"] == []
+    recorded = await venue.ops("GET", "/v1/alerts/events")
+    assert [e["kind"] for e in recorded["items"]] == ["paper_ok", "paper_low"]
+    assert (await venue.ops("GET", "/v1/alerts"))["items"] == []
 
 
 async def test_a_dead_printer_with_nowhere_to_send_work_is_critical(
@@ -76,7 +77,7 @@ async def test_a_dead_printer_with_nowhere_to_send_work_is_critical(
 
 
 async def _kinds(venue: Venue) -> set[str]:
-    return {a["kind"] for a in (await venue.ops("GET", "/v1/alerts"))["alerts"]}
+    return {a["kind"] for a in (await venue.ops("GET", "/v1/alerts"))["items"]}
 
 
 async def _no_alerts(venue: Venue) -> bool:

@@ -4,11 +4,14 @@ way a call can fail, --json for machines, and the API as its only door."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import KIOSK_TOKEN
+from badgeline.ops.client import OpsClient
+from tests.conftest import KIOSK_TOKEN, OPERATOR_TOKEN
+from tests.ops.conftest import MakeVenue
 from tests.ops.venue import REPO, Venue, alive
 
 
@@ -116,11 +119,11 @@ async def test_a_mistyped_printer_is_refused_before_anything_changes(venue: Venu
                                      "no such printer")  # fmt: skip
         assert "known: printer-a, printer-b" in result.err and "--force" in result.err
     # AND nothing changed: no printer paused or drained, no phantom printer made
-    printers = (await venue.ops("GET", "/v1/printers"))["printers"]
+    printers = (await venue.ops("GET", "/v1/printers"))["items"]
     assert [(p["printer_id"], p["paused"]) for p in printers] == [
         ("printer-a", False), ("printer-b", False)
     ]  # fmt: skip
-    assert (await venue.ops("GET", "/v1/failovers"))["failovers"] == []
+    assert (await venue.ops("GET", "/v1/failovers"))["items"] == []
 
     # AND the triage reads refuse a typo too, rather than "0 job(s) waiting" / "no decisions"
     for command in (("peek", "printer-aa"), ("failovers", "--printer", "printer-aa")):
@@ -160,3 +163,19 @@ def test_output_piped_into_a_reader_that_stops_early_is_no_traceback() -> None:
         err = child.stderr.read().decode()
         assert child.wait(timeout=60) == 1
     assert err == ""
+
+
+async def test_the_cli_reads_a_list_whole_along_its_cursors(make_venue: MakeVenue) -> None:
+    # GIVEN seven dead letters (a queue of one, spilling nowhere)
+    venue = await make_venue(high_water_mark=1, spill_named_targets=False)
+    await venue.submit("printer-a")
+    shed = await venue.submit("printer-a", n=7, status=503)
+    # WHEN the client reads the list two at a time
+    client = OpsClient(venue.url, OPERATOR_TOKEN)
+    whole = await asyncio.to_thread(client.get_all, "/v1/dead-letters", page_limit=2)
+    # THEN it has every dead letter once, and no page after it
+    assert sorted(d["job_id"] for d in whole["items"]) == sorted(shed)
+    assert whole["next"] is None
+    # AND `dlq list` prints each of them
+    listed = await venue.cli_ok("dlq", "list")
+    assert all(listed.out.count(job_id) == 1 for job_id in shed), listed.out

@@ -134,7 +134,7 @@ async def test_pause_for_a_duration_with_a_reason(venue: Venue) -> None:
     paused = await venue.cli_ok("pause", "printer-a", "--for", "10m", "--reason", "roll change")
     # THEN the answer says for how long, and the note until when and why
     assert paused.out.startswith("paused printer-a for 10m\n")
-    printer = (await venue.ops("GET", "/v1/printers"))["printers"][0]
+    printer = (await venue.ops("GET", "/v1/printers"))["items"][0]
     assert printer["paused_reason"] == "roll change"
     assert printer["paused_until"] - printer["last_heartbeat_age_s"] > 0
     printers = await venue.cli_ok("printers")
@@ -162,4 +162,4 @@ async def test_pause_names_the_flag_of_a_bad_duration_or_reason(venue: Venue) ->
         (line,) = result.err.splitlines()
         assert line.startswith("badgeline pause: ") and says in line, (args, line)
         assert "for_s" not in line and "Traceback" not in result.err
-    assert (await venue.ops("GET", "/v1/printers"))["printers"][0]["paused"] is False
+    assert (await venue.ops("GET", "/v1/printers"))["items"][0]["paused"] is False

@@ -54,7 +54,7 @@ async def test_an_unfinished_job_is_not_reprinted(venue: Venue) -> None:
     assert result.err.strip().startswith("badgeline reprint: 422 validation_failed:")
     assert len(result.err.strip().splitlines()) == 1
     attendee = (await venue.job(job_id))["attendee_id"]
-    assert len((await venue.ops("GET", f"/v1/jobs?attendee_id={attendee}"))["jobs"]) == 1
+    assert len((await venue.ops("GET", f"/v1/jobs?attendee_id={attendee}"))["items"]) == 1
 
 
 async def test_reprint_needs_an_operator_and_a_known_job(venue: Venue) -> None:

@@ -15,7 +15,7 @@ from tests.ops.venue import Venue
 async def _reprints_of(venue: Venue, job_id: str) -> list[str]:
     attendee = (await venue.job(job_id))["attendee_id"]
     listed = await venue.ops("GET", f"/v1/jobs?attendee_id={attendee}")
-    return [j["job_id"] for j in listed["jobs"] if j["reprint_of"] == job_id]
+    return [j["job_id"] for j in listed["items"] if j["reprint_of"] == job_id]
 
 
 async def test_the_same_request_id_again_answers_the_reprint_it_made(venue: Venue) -> None:

@@ -40,16 +40,16 @@ async def test_stats_count_badges_by_printer_hour_and_source(venue: Venue) -> No
     by_source = (await venue.cli_ok("stats", "--by", "source", "--json")).json()
 
     # THEN badges are counted where they printed, with the failed attempt
-    assert by_printer["rows"] == [
+    assert by_printer["items"] == [
         {"printer_id": "printer-a", "printed": 2, "failed_attempts": 1},
         {"printer_id": "printer-b", "printed": 2, "failed_attempts": 0},
     ]
     # AND by the hour they printed in (UTC; a test may straddle an hour)
-    assert sum(row["printed"] for row in by_hour["rows"]) == 4
+    assert sum(row["printed"] for row in by_hour["items"]) == 4
     this_hour = time.strftime("%Y-%m-%dT%H:00Z", time.gmtime())
-    assert by_hour["rows"][-1]["hour"] == this_hour
+    assert by_hour["items"][-1]["hour"] == this_hour
     # AND by who submitted them: the kiosk, and the operator's reprint
-    assert by_source["rows"] == [{"source": "kiosk:kiosk-1", "printed": 3},
+    assert by_source["items"] == [{"source": "kiosk:kiosk-1", "printed": 3},
                                  {"source": "operator:ops", "printed": 1}]  # fmt: skip
     # AND the totals, the reprint rate and why prints failed
     assert by_printer["totals"] == {"accepted": 5, "printed": 4, "shed": 0, "canceled": 1,

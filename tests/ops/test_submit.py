@@ -77,7 +77,7 @@ async def test_a_badge_that_breaks_a_rule_is_refused_with_the_reason(
     assert line.startswith(f"badgeline submit: {pdf}: 422 badge_rejected: ")
     assert line.endswith("(reason: font_not_embedded)")
     assert "embed" in line
-    assert (await venue.ops("GET", "/v1/jobs?attendee_id=A-1004"))["jobs"] == []
+    assert (await venue.ops("GET", "/v1/jobs?attendee_id=A-1004"))["items"] == []
 
 
 async def test_a_missing_file_or_one_that_is_no_pdf_is_bad_usage(
@@ -132,7 +132,7 @@ async def test_the_same_idempotency_key_never_makes_a_second_badge(
     first = (await venue.cli_ok(*command)).out.splitlines()
     again = (await venue.cli_ok(*command)).out.splitlines()
     assert again == [first[0], "already submitted: queued on printer-a"]
-    assert len((await venue.ops("GET", "/v1/jobs?attendee_id=A-1007"))["jobs"]) == 1
+    assert len((await venue.ops("GET", "/v1/jobs?attendee_id=A-1007"))["items"]) == 1
 
 
 async def test_wait_says_how_a_badge_that_did_not_print_ended(venue: Venue, tmp_path: Path) -> None:
@@ -152,5 +152,5 @@ async def test_wait_says_how_a_badge_that_did_not_print_ended(venue: Venue, tmp_
 
 async def _jobs_of(venue: Venue, attendee_id: str) -> list[dict[str, object]]:
     answer = await venue.ops("GET", f"/v1/jobs?attendee_id={attendee_id}")
-    jobs: list[dict[str, object]] = answer["jobs"]
+    jobs: list[dict[str, object]] = answer["items"]
     return jobs

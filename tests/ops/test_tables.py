@@ -102,4 +102,4 @@ async def test_every_command_prints_headers_over_their_columns(
 
 
 async def _failed_over(venue: Venue) -> bool:
-    return bool((await venue.ops("GET", "/v1/failovers"))["failovers"])
+    return bool((await venue.ops("GET", "/v1/failovers"))["items"])

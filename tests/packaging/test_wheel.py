@@ -56,6 +56,10 @@ def test_the_wheel_states_its_license_and_where_it_fits(built_wheel: BuiltWheel)
     assert "Programming Language :: Python :: 3.11" in classifiers
     assert "Topic :: Printing" in classifiers
     assert not [c for c in classifiers if c.startswith("License ::")]  # PEP 639: the expression
+    # AND it says where the project lives, its docs and its issues
+    urls = dict(url.split(", ", 1) for url in fields["Project-URL"])
+    assert set(urls) >= {"Homepage", "Documentation", "Issues"}
+    assert all(url.startswith("https://github.com/badgeline/badgeline") for url in urls.values())
     # AND the base requirements are what every part imports: no HTTP server, no Redis client
     assert [r for r in fields["Requires-Dist"] if "extra ==" not in r] == ["pydantic<3,>=2.7"]
 

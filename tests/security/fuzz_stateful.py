@@ -113,15 +113,23 @@ def _check(case: Any, response: Any, target: FuzzTarget, recorder: Any) -> None:
             raise
 
 
+def _made_up_ids_need_nothing_before(schema: Any) -> None:
+    """Schemathesis takes `attendee_id` in a submission for the id of a resource no
+    operation makes, so it would never start a sequence with a submission. Kiosks
+    make attendee ids up: a submission needs nothing before it. Likewise printer ids:
+    the venue names its printers (the fuzzer aims at the test printers, `_aim`) and
+    no answer is a printer resource (GET /v1/printers is a page of them), so an
+    operation on a printer needs nothing before it either."""
+    made_up = ("attendee_id", "printer_id")
+    for operation in schema.analysis.dependency_graph.operations.values():
+        operation.inputs = [slot for slot in operation.inputs if slot.parameter_name not in made_up]
+
+
 def _machine(target: FuzzTarget, session: requests.Session, document: dict[str, Any],
              rng: random.Random) -> type:  # fmt: skip
     schema = schemathesis.openapi.from_dict(document)
     schema.config.phases.stateful.inference.algorithms = []  # the document's links only
-    # Schemathesis takes `attendee_id` in a submission for the id of a resource no
-    # operation makes, so it would never start a sequence with a submission. Kiosks
-    # make attendee ids up: a submission needs nothing before it.
-    submit = schema.analysis.dependency_graph.operations["POST /v1/jobs"]
-    submit.inputs = [slot for slot in submit.inputs if slot.parameter_name != "attendee_id"]
+    _made_up_ids_need_nothing_before(schema)
 
     class Machine(schema.as_state_machine()):  # type: ignore[misc]
         paused = False

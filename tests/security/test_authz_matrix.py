@@ -83,6 +83,7 @@ POLICY: dict[Route, frozenset[str]] = {
     ("GET", "/v1/failovers"): OPS,
     ("GET", "/v1/queues"): OPS,
     ("GET", "/v1/alerts"): OPS,
+    ("GET", "/v1/alerts/events"): OPS,
     ("GET", "/v1/reconcile"): OPS,
     ("GET", "/v1/stats"): OPS,
     ("POST", "/v1/jobs/{job_id}/reprint"): OPS,
@@ -235,7 +236,7 @@ async def _check_hidden(
     before = _without_bucket(await flows.venue_snapshot(redis, venue), venue, caller)
     status, body = await _call(client, route, world, "", caller)
     if route == LIST_ROUTE:
-        assert (status, body) == (200, {"jobs": []}), (caller.name, status, body)
+        assert (status, body) == (200, {"items": [], "next": None}), (caller.name, status, body)
     else:
         assert status == 404, (caller.name, status, body)
         flows.assert_error_shape(body, "not_found")
@@ -285,7 +286,7 @@ async def test_authz_matrix(
         if hides:  # kiosk-1 and operators find it
             assert status == 200, (caller.name, status, body)
         if route == LIST_ROUTE:
-            assert [job["job_id"] for job in body["jobs"]] == [world.job_id], (caller.name, body)
+            assert [job["job_id"] for job in body["items"]] == [world.job_id], (caller.name, body)
         statuses[caller.name] = status
     if PUBLIC in policy:
         assert len(set(statuses.values())) == 1, statuses

@@ -72,7 +72,7 @@ async def test_an_attendees_list_holds_only_the_kiosks_own_jobs(client: Client) 
 
     async def listed(headers: dict[str, str]) -> list[str]:
         response = await client.get("/v1/jobs?attendee_id=att_shared", headers=headers)
-        return [job["job_id"] for job in (await flows.expect(response, 200))["jobs"]]
+        return [job["job_id"] for job in (await flows.expect(response, 200))["items"]]
 
     # WHEN each kiosk and an operator list the attendee's jobs
     # THEN each kiosk sees its own, the operator both
@@ -143,7 +143,7 @@ async def test_kiosks_of_one_group_share_their_jobs(make_client: MakeClient) -> 
     # WHEN the desk of the same group reads, lists and resubmits it
     await flows.expect(await client.get(f"/v1/jobs/{job_id}", headers=DESK), 200)
     listed = await client.get("/v1/jobs?attendee_id=att_grouped", headers=DESK)
-    assert [j["job_id"] for j in (await flows.expect(listed, 200))["jobs"]] == [job_id]
+    assert [j["job_id"] for j in (await flows.expect(listed, 200))["items"]] == [job_id]
     again = await flows.expect(await client.post("/v1/jobs", json=body, headers=DESK), 200)
     # THEN it shares the job: the same duplicate answer as kiosk-1 would get
     assert again["job_id"] == job_id and again["duplicate"] is True

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -25,9 +26,18 @@ from badgeline.protocol.errors import BadgelineError
 # Dead letters and the other engineers' reports cost one Redis call per job:
 # refresh them every few seconds, or at once when the dead-letter count moves.
 SLOW_SECTIONS_EVERY_S = 5.0
-SLOW_SECTIONS = {"reconcile": "/v1/reconcile", "stats": "/v1/stats",
-                 "stats_by_hour": "/v1/stats?by=hour", "alerts": "/v1/alerts"}  # fmt: skip
 LIST_LIMIT = 100
+# Each a route's first page (dead letters: the oldest LIST_LIMIT), except the hours,
+# read whole: the chart shows the last twelve, which are on the last page.
+SLOW_SECTIONS = {
+    "dead_letters": f"/v1/dead-letters?limit={LIST_LIMIT}",
+    "reconcile": "/v1/reconcile",
+    "stats": "/v1/stats",
+    "alerts": "/v1/alerts",
+}
+WHOLE_SECTIONS = {"stats_by_hour": "/v1/stats?by=hour&limit=500"}  # fmt: skip
+# Pages of one list a snapshot reads at most (printers: 500 a page).
+MAX_PAGES = 20
 RECENT_FAILOVERS = 10
 # Sampled while the coordinator runs, whether or not a page is open, so that a
 # page opened at peak shows the last minutes at once.
@@ -48,6 +58,24 @@ async def route_json(request: web.Request, path: str) -> Any:
     if not isinstance(response, web.Response) or response.status >= 400 or not response.text:
         return {"unavailable": f"{path} answered {response.status}"}
     return json.loads(response.text)
+
+
+async def route_all(request: web.Request, path: str) -> Any:
+    """`route_json` of a list and of the pages after it (MAX_PAGES at most): the
+    first page's answer holding every page's items."""
+    first = await route_json(request, path)
+    if not isinstance(first.get("items"), list):
+        return first  # unavailable
+    answer, pages = first, 1
+    while answer.get("next") and pages < MAX_PAGES:
+        joiner = "&" if "?" in path else "?"
+        answer = await route_json(request, f"{path}{joiner}after={quote(answer['next'])}")
+        if not isinstance(answer.get("items"), list):
+            break
+        first["items"] += answer["items"]
+        pages += 1
+    first["next"] = answer.get("next")
+    return first
 
 
 async def parked_jobs(coordinator: Coordinator) -> dict[str, Any]:
@@ -79,12 +107,11 @@ class SlowSections:
         async with self._lock:  # the first stream refreshes; the others wait and share
             if self._fresh(dead_letter_count):
                 return self.sections
-            letters = await route_json(request, "/v1/dead-letters")
-            if isinstance(letters.get("dead_letters"), list):
-                letters["dead_letters"] = letters["dead_letters"][:LIST_LIMIT]
-            sections = {"dead_letters": letters}
+            sections = {}
             for name, path in SLOW_SECTIONS.items():
                 sections[name] = await route_json(request, path)
+            for name, path in WHOLE_SECTIONS.items():
+                sections[name] = await route_all(request, path)
             self.sections, self.read_at = sections, time.monotonic()
             self.dead_letter_count = dead_letter_count
             return self.sections
@@ -99,7 +126,7 @@ async def build_snapshot(request: web.Request) -> dict[str, Any]:
     settings = coordinator.settings
     now_ms = await coordinator.store.printers.now_ms()
     dead_letter_count = await coordinator.store.jobs.dead_letter_count()
-    printers = (await route_json(request, "/v1/printers")).get("printers", [])
+    printers = (await route_all(request, "/v1/printers?limit=500")).get("items", [])
     failovers = await coordinator.failover.decisions(limit=RECENT_FAILOVERS)
     return {
         "at": now_ms / 1000,

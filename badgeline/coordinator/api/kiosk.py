@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from badgeline.coordinator.api.auth import Identity
 from badgeline.coordinator.api.context import authenticate
@@ -17,6 +17,7 @@ from badgeline.coordinator.api.http import (
     query_model,
     read_model,
 )
+from badgeline.coordinator.api.paging import PageQuery, page_of
 from badgeline.coordinator.api.visibility import (
     check_visible,
     idempotency_key_taken,
@@ -30,13 +31,13 @@ from badgeline.coordinator.store.records import IdempotencyConflict
 from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import ATTENDEE_ID_PATTERN
-from badgeline.protocol.models import CancelResult, JobList, PrintJob, SubmitAccepted
+from badgeline.protocol.models import CancelResult, JobView, PrintJob, SubmitAccepted
+from badgeline.protocol.pages import JobPage
 
 routes = web.RouteTableDef()
 
 
-class AttendeeQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class AttendeeQuery(PageQuery):
     attendee_id: str = Field(min_length=4, max_length=48, pattern=ATTENDEE_ID_PATTERN)
 
 
@@ -104,7 +105,14 @@ async def list_jobs(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "kiosk", "operator")
     query = query_model(request, AttendeeQuery)
     jobs = await coordinator.store.jobs.for_attendee(query.attendee_id)
-    return json_response(JobList(jobs=await visible_jobs(coordinator.store, identity, jobs)))
+    visible = await visible_jobs(coordinator.store, identity, jobs)
+    page = page_of(visible, _arrival, f"jobs:{query.attendee_id}", query, (float, str))
+    return json_response(JobPage(items=page.items, next=page.next))
+
+
+def _arrival(view: JobView) -> list[object]:
+    """An attendee's jobs in the order they were submitted (the id breaks a tie)."""
+    return [view.created_at, view.job_id]
 
 
 @routes.post("/v1/jobs/{job_id}/cancel")

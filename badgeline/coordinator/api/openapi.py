@@ -19,8 +19,17 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from badgeline import __version__
 from badgeline.coordinator.api.attempts import GUESSED_ROUTES
+from badgeline.coordinator.api.openapi_examples import example_of
 from badgeline.coordinator.api.openapi_links import links_for
-from badgeline.coordinator.api.openapi_operations import BY_KEY, JSON_OBJECT, Body, Operation
+from badgeline.coordinator.api.openapi_operations import (
+    BY_KEY,
+    FORM,
+    JSON_OBJECT,
+    PDF,
+    TAGS,
+    Body,
+    Operation,
+)
 from badgeline.coordinator.api.ratelimit import KIOSK_ROUTES, LEASE_ROUTE
 from badgeline.protocol import models as m
 
@@ -31,6 +40,13 @@ _PARAM_SCHEMAS = {
     "name": {"type": "string"},
 }
 _ERROR = m.ErrorBody
+# A PDF, in and out, is bytes: generators make it a file argument and a bytes answer.
+_BINARY = {"type": "string", "format": "binary"}
+_SIGN_IN_FORM = {
+    "type": "object",
+    "required": ["token"],
+    "properties": {"token": {"type": "string", "description": "an operator token"}},
+}
 # The routes a limit applies to (ratelimit.py; attempts.py, where secrets are guessed):
 # agents and operators are not rate limited.
 RATE_LIMITED_ROUTES = KIOSK_ROUTES | {LEASE_ROUTE} | set(GUESSED_ROUTES)
@@ -80,6 +96,7 @@ def build_openapi(routes: tuple[tuple[str, str], ...] | None = None) -> dict[str
     return {
         "openapi": "3.1.0",
         "info": {"title": "badgeline coordinator", "version": __version__},
+        "tags": [{"name": name, "description": text} for name, text in TAGS.items()],
         "paths": paths,
         "components": {
             "schemas": schema.get("$defs", {}),
@@ -101,7 +118,9 @@ def _schemas(operations: list[Operation]) -> tuple[dict[Any, Any], dict[str, Any
 def _operation_document(
     op: Operation, refs: dict[Any, Any], routes: set[tuple[str, str]]
 ) -> dict[str, Any]:
-    doc: dict[str, Any] = {"summary": op.summary, "responses": {}}
+    doc: dict[str, Any] = {
+        "operationId": op.operation_id, "tags": [op.tag], "summary": op.summary, "responses": {},
+    }  # fmt: skip
     if op.roles:
         doc["description"] = "Roles: " + ", ".join(op.roles)
         doc["security"] = [{"bearer": []}]
@@ -141,18 +160,27 @@ def _parameters(op: Operation) -> list[dict[str, Any]]:
          "schema": _PARAM_SCHEMAS.get(name, {"type": "string"})}
         for name in _PATH_PARAM.findall(op.path)
     ]  # fmt: skip
-    params += [
-        {"name": name, "in": "query", "required": name == "attendee_id",
-         "schema": {"type": kind}, "description": text}
-        for name, kind, text in op.query
-    ]  # fmt: skip
     if op.query_model is not None:
-        properties = op.query_model.model_json_schema()["properties"]
-        params += [
-            {"name": name, "in": "query", "required": False, "schema": field_schema}
-            for name, field_schema in properties.items()
-        ]
+        schema = op.query_model.model_json_schema()
+        required = set(schema.get("required", []))
+        for name, field_schema in schema["properties"].items():
+            param = {"name": name, "in": "query", "required": name in required,
+                     "schema": _not_null(field_schema)}  # fmt: skip
+            if "description" in field_schema:
+                param["description"] = field_schema["description"]
+            params.append(param)
     return params
+
+
+def _not_null(field_schema: dict[str, Any]) -> dict[str, Any]:
+    """An optional query parameter is absent, never null (a query string has no null):
+    `str | None` is documented as a string."""
+    options = [o for o in field_schema.get("anyOf", []) if o.get("type") != "null"]
+    if len(options) != 1:
+        return field_schema
+    rest = {k: v for k, v in field_schema.items()
+            if k != "anyOf" and not (k == "default" and v is None)}  # fmt: skip
+    return {**rest, **options[0]}
 
 
 def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
@@ -181,9 +209,17 @@ def _responses(op: Operation, params: list[dict[str, Any]]) -> dict[int, Body]:
 def _content(body: Body, refs: dict[Any, Any], mode: JsonSchemaMode) -> dict[str, Any]:
     if body == JSON_OBJECT:
         return {"application/json": {"schema": {"type": "object"}}}
-    if isinstance(body, str):
-        return {body: {}}
-    return {"application/json": {"schema": refs[(body, mode)]}}
+    if body == PDF:
+        return {PDF: {"schema": dict(_BINARY)}}
+    if body == FORM:  # the dashboard's sign-in, its one form
+        return {FORM: {"schema": _SIGN_IN_FORM}}
+    if body is None or isinstance(body, str):
+        return {body: {}} if body else {}
+    media: dict[str, Any] = {"schema": refs[(body, mode)]}
+    example = example_of(body)
+    if example is not None:
+        media["example"] = example
+    return {"application/json": media}
 
 
 def _undocumented(path: str) -> dict[str, Any]:

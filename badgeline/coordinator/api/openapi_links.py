@@ -71,7 +71,7 @@ _START_GRANTED = {"lease_id": "$request.body#/lease_id", "fence": "$response.bod
 
 LINKS: Final[dict[Route, dict[int, dict[str, Link]]]] = {
     ("post", "/v1/jobs"): {201: _SUBMITTED, 200: _SUBMITTED},
-    ("get", "/v1/jobs"): {200: _job_links("$response.body#/jobs/0/job_id")},
+    ("get", "/v1/jobs"): {200: _job_links("$response.body#/items/0/job_id")},
     ("get", JOB): {200: _job_links("$request.path.job_id")},
     ("post", JOB + "/cancel"): {200: _job_links("$response.body#/job_id")},
     ("post", JOB + "/reprint"): {201: _REPRINTED, 200: _REPRINTED},
@@ -121,9 +121,9 @@ LINKS: Final[dict[Route, dict[int, dict[str, Link]]]] = {
                                 {"printer_id": SAME_PRINTER}),
     }},
     ("get", "/v1/dead-letters"): {200: {
-        "GetDeadJob": _link("get", JOB, {"job_id": "$response.body#/dead_letters/0/job_id"}),
+        "GetDeadJob": _link("get", JOB, {"job_id": "$response.body#/items/0/job_id"}),
         "RedriveDeadJob": _link("post", "/v1/dead-letters/redrive",
-                                body={"ids": ["$response.body#/dead_letters/0/job_id"]}),
+                                body={"ids": ["$response.body#/items/0/job_id"]}),
     }},
 }  # fmt: skip
 

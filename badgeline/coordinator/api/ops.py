@@ -4,7 +4,7 @@ waiting in a queue: move one, cancel a printer's."""
 from __future__ import annotations
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from badgeline.coordinator.api.context import authenticate
 from badgeline.coordinator.api.http import (
@@ -14,36 +14,57 @@ from badgeline.coordinator.api.http import (
     query_model,
     read_model,
 )
+from badgeline.coordinator.api.paging import (
+    MAX_LIMIT,
+    PageQuery,
+    Position,
+    decode_cursor,
+    page_from,
+)
 from badgeline.log import job_event, log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import is_printer_id
 from badgeline.protocol.models import (
     CanceledJobs,
     DeadLetter,
-    DeadLetterList,
+    JobSummary,
     MoveRequest,
     MoveResult,
     RedriveOutcome,
     RedriveRequest,
     RedriveResponse,
 )
+from badgeline.protocol.pages import DeadLetterPage, QueuePeek
 from badgeline.protocol.states import JobState
 
 routes = web.RouteTableDef()
 
 
-class PeekQuery(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    limit: int = Field(default=20, ge=1, le=500)
+class PeekQuery(PageQuery):
+    # The head of a queue is what an operator looks at first.
+    limit: int = Field(default=20, ge=1, le=MAX_LIMIT,
+                       description=f"jobs per page, 1-{MAX_LIMIT}")  # fmt: skip
+
+
+# A sorted set's position: the last item's score and member.
+SCORED = (float, str)
+
+
+def _scored(position: Position | None) -> tuple[float, str] | None:
+    return (float(position[0]), str(position[1])) if position is not None else None
 
 
 @routes.get("/v1/dead-letters")
 async def list_dead_letters(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "operator")
+    query = query_model(request, PageQuery)
+    after = _scored(decode_cursor(query.after, "dead-letters", SCORED))
+    rows = await coordinator.store.jobs.dead_letter_page(after, query.limit + 1)
+    page = page_from(rows, lambda row: [row[1], row[0]], "dead-letters", query.limit)
     letters = []
-    for job_id in await coordinator.store.jobs.dead_letter_ids():
+    for job_id, _ in page.items:
         view = await coordinator.store.jobs.get(job_id)
-        if view is None:
+        if view is None:  # retired between the two reads
             continue
         last = view.history[-1] if view.history else None
         letters.append(
@@ -54,7 +75,7 @@ async def list_dead_letters(request: web.Request) -> web.Response:
                 dead_lettered_at=last.at if last else view.updated_at,
             )
         )  # fmt: skip
-    return json_response(DeadLetterList(dead_letters=letters))
+    return json_response(DeadLetterPage(items=letters, next=page.next))
 
 
 @routes.post("/v1/dead-letters/redrive")
@@ -93,13 +114,16 @@ async def peek_queue(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "operator")
     printer_id = _printer_id(request)
     query = query_model(request, PeekQuery)
-    job_ids = await coordinator.store.jobs.peek_queue(printer_id, query.limit)
-    jobs = [view for job_id in job_ids if (view := await coordinator.store.jobs.get(job_id))]
-    return json_response({
-        "printer_id": printer_id,
-        "depth": await coordinator.store.jobs.queue_depth(printer_id),
-        "jobs": [j.model_dump(mode="json", by_alias=True, exclude={"history"}) for j in jobs],
-    })  # fmt: skip
+    tag = f"queue:{printer_id}"
+    after = _scored(decode_cursor(query.after, tag, SCORED))
+    rows = await coordinator.store.jobs.queue_page(printer_id, after, query.limit + 1)
+    page = page_from(rows, lambda row: [row[1], row[0]], tag, query.limit)
+    jobs = [view for job_id, _ in page.items if (view := await coordinator.store.jobs.get(job_id))]
+    return json_response(QueuePeek(
+        printer_id=printer_id, depth=await coordinator.store.jobs.queue_depth(printer_id),
+        items=[JobSummary.model_validate(j.model_dump(exclude={"history"})) for j in jobs],
+        next=page.next,
+    ))  # fmt: skip
 
 
 @routes.post("/v1/queues/{printer_id}/cancel")

@@ -9,12 +9,14 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.api.context import Coordinator, authenticate
-from badgeline.coordinator.api.http import json_response, read_model
-from badgeline.coordinator.control.fleet import UNTIL_RESUMED_S, fleet_summary, printer_summary
+from badgeline.coordinator.api.http import json_response, query_model, read_model
+from badgeline.coordinator.api.paging import PageQuery, decode_cursor, page_from
+from badgeline.coordinator.control.fleet import UNTIL_RESUMED_S, printer_summary
 from badgeline.coordinator.control.rebalance import rebalance
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 from badgeline.protocol.ids import PRINTER_ID_PATTERN, is_printer_id
+from badgeline.protocol.pages import FailoverPage, PrinterPage
 
 routes = web.RouteTableDef()
 
@@ -63,8 +65,14 @@ async def _summary(coordinator: Coordinator, printer_id: str, now_ms: int) -> di
 @routes.get("/v1/printers")
 async def list_printers(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "operator")
-    printers = await fleet_summary(coordinator.store, coordinator.agent_browser)
-    return json_response({"printers": printers})
+    query = query_model(request, PageQuery)
+    after = decode_cursor(query.after, "printers", (str,))
+    known = [p for p in await coordinator.store.printers.known() if after is None or p > after[0]]
+    page = page_from(known[: query.limit + 1], lambda p: [p], "printers", query.limit)
+    # Only this page's printers are read: a page costs its own size, not the fleet's.
+    now_ms = await coordinator.store.printers.now_ms()
+    printers = [await _summary(coordinator, printer_id, now_ms) for printer_id in page.items]
+    return json_response(PrinterPage(items=printers, next=page.next))
 
 
 @routes.post("/v1/printers/{printer_id}/pause")
@@ -144,4 +152,13 @@ async def rebalance_queues(request: web.Request) -> web.Response:
 @routes.get("/v1/failovers")
 async def failovers(request: web.Request) -> web.Response:
     coordinator, _ = authenticate(request, "operator")
-    return json_response({"failovers": await coordinator.failover.decisions()})
+    query = query_model(request, PageQuery)
+    after = decode_cursor(query.after, "failovers", (str,))
+    # Newest first, by position after the last decision seen: decisions made while a
+    # client pages are ahead of its first page, never in the pages it reads next.
+    rows = await coordinator.store.failovers.decision_page(
+        after[0] if after else None, query.limit + 1
+    )
+    page = page_from(rows, lambda row: [row[0]], "failovers", query.limit)
+    decisions = [decision for _, decision in page.items if decision is not None]
+    return json_response(FailoverPage(items=decisions, next=page.next))

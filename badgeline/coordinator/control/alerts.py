@@ -9,6 +9,10 @@ from badgeline.coordinator.control.fleet import can_take_work, queue_report
 from badgeline.coordinator.store import Store
 from badgeline.discovery.agents import AgentBrowser
 
+# Every kind of alert, in the order a printer's (then the venue's) are listed.
+ALERT_KINDS = ("printer_dead", "paper_low", "queue_stalled", "queue_full", "no_healthy_target",
+               "parked_jobs", "duplicate_prints", "dead_letters")  # fmt: skip
+
 
 def _alert(kind: str, severity: str, message: str, printer_id: str | None = None) -> dict[str, Any]:
     return {"kind": kind, "severity": severity, "printer_id": printer_id, "message": message}

@@ -142,5 +142,17 @@ class FailoverRecords(Records):
         raws = [await self._redis.get(self.keys.failover(text(i))) for i in ids]
         return [normalise_decision(raw) for raw in raws if raw]
 
+    async def decision_page(
+        self, after: str | None, count: int
+    ) -> list[tuple[str, dict[str, Any] | None]]:
+        """Up to `count` (decision id, decision), newest first, after the decision
+        `after` (None: from the newest); a record gone missing reads None."""
+        ids = [text(i) for i in await self._run(
+            "list_after", [self.keys.failovers], ["member", after or "", count])]  # fmt: skip
+        raws = [await self._redis.get(self.keys.failover(i)) for i in ids]
+        return [
+            (i, normalise_decision(raw) if raw else None) for i, raw in zip(ids, raws, strict=True)
+        ]
+
     async def decision_count(self) -> int:
         return int(await self._redis.llen(self.keys.failovers))

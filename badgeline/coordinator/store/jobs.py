@@ -230,6 +230,12 @@ class JobRecords(Records):
         members = await self._redis.zrange(self.keys.queue(printer_id), 0, limit - 1)
         return [text(m) for m in members]
 
+    async def queue_page(
+        self, printer_id: str, after: tuple[float, str] | None, count: int
+    ) -> list[tuple[str, float]]:
+        """(job id, score) in print order, after the position `after`."""
+        return await self._zset_after(self.keys.queue(printer_id), after, count)
+
     async def parked(self, limit: int) -> tuple[int, list[str]]:
         """How many jobs wait parked for a healthy printer, and the first `limit` ids."""
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -259,6 +265,12 @@ class JobRecords(Records):
 
     async def dead_letter_ids(self, limit: int = 1000) -> list[str]:
         return [text(m) for m in await self._redis.zrange(self.keys.dead_letters, 0, limit - 1)]
+
+    async def dead_letter_page(
+        self, after: tuple[float, str] | None, count: int
+    ) -> list[tuple[str, float]]:
+        """(job id, dead-lettered at ms), oldest first, after the position `after`."""
+        return await self._zset_after(self.keys.dead_letters, after, count)
 
     async def dead_letter_count(self) -> int:
         return int(await self._redis.zcard(self.keys.dead_letters))

@@ -96,3 +96,28 @@ class Records:
 
     async def _now_ms(self) -> int:
         return ms_of_time(await self._redis.time())
+
+    async def _zset_after(
+        self, key: str, after: tuple[float, str] | None, count: int
+    ) -> list[tuple[str, float]]:
+        """Up to `count` members of a sorted set in its order (score, then member),
+        after the member `after` names by its (score, member): a position, not an
+        offset, so that members added or removed meanwhile shift nothing."""
+        if after is None:
+            rows = await self._redis.zrange(key, 0, count - 1, withscores=True)
+            return [(text(row[0]), float(row[1])) for row in rows]
+        score, last = after
+        bound = _score_text(score)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            # Members of the same score are in member order: those after `last` first.
+            pipe.zrange(key, bound, bound, byscore=True)
+            pipe.zrange(key, "(" + bound, "+inf", byscore=True, offset=0, num=count,
+                        withscores=True)  # fmt: skip
+            ties, later = await pipe.execute()
+        tied = [(text(member), float(score)) for member in ties if text(member) > last]
+        return (tied + [(text(row[0]), float(row[1])) for row in later])[:count]
+
+
+def _score_text(score: float) -> str:
+    """A score as Redis reads it back exactly (an integral score without `.0`)."""
+    return str(int(score)) if float(score).is_integer() else repr(float(score))

@@ -8,6 +8,7 @@ finish, inside the script that finishes them (scripts/includes/tally.lua).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,8 +19,12 @@ from badgeline.protocol.states import TERMINAL_STATES
 # Most live jobs one census returns: printers x high-water mark is the normal
 # ceiling; past this the report says `truncated` rather than stall Redis.
 CENSUS_LIMIT = 20_000
-# Alert events a report shows, newest first.
-ALERT_EVENTS_SHOWN = 50
+
+
+def event_digest(raw: str | bytes) -> str:
+    """The first 16 hex digits of an event's SHA-1, as list_after-1.lua compares them."""
+    return hashlib.sha1(raw if isinstance(raw, bytes) else raw.encode()).hexdigest()[:16]
+
 
 StatsDimension = Literal["printer", "hour", "source"]
 
@@ -109,10 +114,14 @@ class ReportQueries(Records):
             parked, dead_letters, printed_twice = await pipe.execute()
         return ProblemCounts(int(parked), int(dead_letters), int(printed_twice))
 
-    async def alert_events(self) -> list[dict[str, Any]]:
-        """Paper low/out events, newest first."""
-        events = await self._redis.lrange(self.keys.alert_events, 0, ALERT_EVENTS_SHOWN - 1)
-        return [json.loads(raw) for raw in events]
+    async def alert_event_page(
+        self, after: str | None, count: int
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Up to `count` (digest, event), newest first, after the event whose digest
+        is `after` (None: from the newest). The digest names an event in a cursor."""
+        raws = await self._run("list_after", [self.keys.alert_events],
+                               ["sha1", after or "", count])  # fmt: skip
+        return [(event_digest(raw), json.loads(raw)) for raw in raws]
 
     async def tallies(self, by: StatsDimension) -> Tallies:
         """The finished-job counters: totals, one dimension's, and failures by reason."""

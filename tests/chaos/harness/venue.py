@@ -345,7 +345,7 @@ class ChaosVenue:
 
     async def printer_states(self) -> dict[str, str]:
         answer = await self.api("/v1/printers")
-        return {p["printer_id"]: p["state"] for p in answer["printers"]}
+        return {p["printer_id"]: p["state"] for p in answer["items"]}
 
     async def all_printers_healthy(self) -> bool:
         try:

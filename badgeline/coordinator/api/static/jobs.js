@@ -48,7 +48,7 @@ export async function search(attendeeId) {
   const box = $("results");
   try {
     const found = await api("GET", `/v1/jobs?attendee_id=${encodeURIComponent(attendeeId)}`);
-    box.replaceChildren(...(found.jobs.length ? found.jobs.map(jobCard)
+    box.replaceChildren(...(found.items.length ? found.items.map(jobCard)
       : [h("p", { class: "empty" }, `No jobs for ${attendeeId}.`)]));
   } catch (error) {
     if (error.status !== 401) box.replaceChildren(h("p", { class: "error" }, error.message));

@@ -218,7 +218,7 @@ function removeCard(id) {
 async function stillKnown(id) {
   let printers;
   try {
-    printers = (await api("GET", "/v1/printers", undefined, { forAction: true })).printers;
+    printers = (await api("GET", "/v1/printers?limit=500", undefined, { forAction: true })).items;
   } catch (error) {
     if (error.status !== 401) toast(`${id}: ${error.message}`, "bad");
     return false;

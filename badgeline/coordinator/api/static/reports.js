@@ -24,7 +24,7 @@ export function renderDeadLetters(section, total) {
   if (!section || !changed("dead-letters", section)) return;
   const box = $("dead-letters");
   if (unavailable(box, section)) return;
-  const rows = section.dead_letters.map((d) => h("tr", { dataset: { job: d.job_id } },
+  const rows = section.items.map((d) => h("tr", { dataset: { job: d.job_id } },
     h("td", {}, idText(d.job_id)), h("td", {}, idText(d.printer_id)),
     h("td", { class: "wrap" }, d.reason), h("td", {}, clock(d.dead_lettered_at)),
     h("td", { class: "row-actions" },
@@ -68,7 +68,7 @@ export function renderFailovers(failovers) {
 
 export function renderAlerts(section) {
   if (!section || !changed("alerts", section)) return;
-  const list = Array.isArray(section.alerts) ? section.alerts : [];
+  const list = Array.isArray(section.items) ? section.items : [];
   $("alerts-section").hidden = list.length === 0;
   $("alerts").replaceChildren(h("ul", { class: "alerts" }, list.map((a) => (
     typeof a === "object"
@@ -78,16 +78,16 @@ export function renderAlerts(section) {
 
 // ---- reconciliation: does every accepted badge have an ending?
 
-function jobList(jobs) {
+// A few of a list's jobs, and how many more it has (`total`: all pages together).
+function jobList(jobs, total) {
   const shown = jobs.slice(0, 3).map((j) => idText(j.job_id));
-  return h("span", { class: "jobs" }, shown, jobs.length > 3 ? ` +${jobs.length - 3} more` : "");
+  return h("span", { class: "jobs" }, shown, total > 3 ? ` +${total - 3} more` : "");
 }
 
-function checkRow(key, label, value, jobs, tone) {
-  const n = Array.isArray(value) ? value.length : value;
+function checkRow(key, label, n, jobs, tone) {
   return h("tr", { dataset: { check: key }, class: n ? tone : "" },
     h("td", { class: "wrap" }, label), h("td", { class: "num" }, count(n)),
-    h("td", { class: "wrap" }, jobs && jobs.length ? jobList(jobs) : ""));
+    h("td", { class: "wrap" }, jobs && jobs.length ? jobList(jobs, n) : ""));
 }
 
 export function renderReconcile(section) {
@@ -95,11 +95,14 @@ export function renderReconcile(section) {
   const box = $("reconcile");
   if (unavailable(box, section)) return;
   const c = section.counts;
-  const twice = section.printed_more_than_once;
-  const good = c.unaccounted === 0 && twice.length === 0;
+  // The first page of the findings, each naming its list; `findings` counts each list.
+  const n = section.findings || {};
+  const found = (name) => (section.items || []).filter((f) => f.finding === name);
+  const twice = n.printed_more_than_once || 0;
+  const good = c.unaccounted === 0 && twice === 0;
   const verdict = good ? `Every accepted badge is accounted for (${count(c.accepted)} accepted).`
     : [c.unaccounted && `${count(c.unaccounted)} accepted badge(s) unaccounted for`,
-      twice.length && `${count(twice.length)} printed more than once`].filter(Boolean).join("; ")
+      twice && `${count(twice)} printed more than once`].filter(Boolean).join("; ")
       + ": see the runbook, “check for duplicates or gaps”.";
   const parts = [
     { label: "printed", value: c.printed, className: "ok" },
@@ -119,11 +122,12 @@ export function renderReconcile(section) {
       "The census stopped at its limit: these counts are partial."),
     table(["check", "count", "jobs"], [
       checkRow("unaccounted", "Unaccounted for (must be 0)", c.unaccounted, null, "bad"),
-      checkRow("printed_more_than_once", "Printed more than once", twice, twice, "bad"),
+      checkRow("printed_more_than_once", "Printed more than once", twice,
+        found("printed_more_than_once"), "bad"),
       checkRow("possible_duplicates", "Possible duplicates (check the badge)",
-        section.possible_duplicates, section.possible_duplicates, "warn"),
-      checkRow("not_terminal", `Open for ${minutes} min or more`, section.not_terminal,
-        section.not_terminal, "warn"),
+        n.possible_duplicates || 0, found("possible_duplicates"), "warn"),
+      checkRow("not_terminal", `Open for ${minutes} min or more`, n.not_terminal || 0,
+        found("not_terminal"), "warn"),
       checkRow("shed", "Shed at the door (never accepted)", c.shed, null, ""),
     ], "", "checks"),
     openStates && h("p", { class: "muted-line" }, `Open now: ${openStates}`));
@@ -138,7 +142,7 @@ function tile(label, value, note) {
 
 function hourly(byHour, at) {
   // The last twelve hours, the current one last, empty hours as zero.
-  const printed = new Map((byHour && Array.isArray(byHour.rows) ? byHour.rows : [])
+  const printed = new Map((byHour && Array.isArray(byHour.items) ? byHour.items : [])
     .map((r) => [r.hour, r.printed]));
   const now = Math.floor(at / 3600) * 3600;
   return Array.from({ length: 12 }, (_, i) => {
@@ -153,7 +157,7 @@ export function renderStats(stats, byHour, rates, at) {
   if (!stats || !changed("stats", [stats, byHour, [...rates]])) return;
   if (unavailable(box, stats)) return;
   const t = stats.totals;
-  const rows = new Map((stats.rows || []).map((r) => [r.printer_id, r]));
+  const rows = new Map((stats.items || []).map((r) => [r.printer_id, r]));
   for (const id of rates.keys()) if (!rows.has(id)) rows.set(id, { printer_id: id, printed: 0, failed_attempts: 0 });
   const top = Math.max(1, ...[...rows.values()].map((r) => r.printed));
   const printerRows = [...rows.values()].sort((a, b) => b.printed - a.printed).map((r) => {
