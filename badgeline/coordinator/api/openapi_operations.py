@@ -106,7 +106,7 @@ OPERATIONS: tuple[Operation, ...] = (
               None, {200: JSON_OBJECT}),
     Operation("get", "/v1/failovers", "Recent failover decisions", OPERATOR, None,
               {200: JSON_OBJECT}),
-    # ---- operator: reports and reprint
+    # ---- reports (operator) and reprint (a kiosk its own jobs, an operator any)
     Operation("get", "/v1/queues", "Queue depths, head waits and stalls", OPERATOR, None,
               {200: JSON_OBJECT}, query_model=api_reports.QueuesQuery),
     Operation("get", "/v1/alerts", "Open alerts: dead and stalled printers, parked jobs",
@@ -116,7 +116,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("get", "/v1/stats", "Jobs by printer, hour or source", OPERATOR, None,
               {200: JSON_OBJECT}, query_model=api_reports.StatsQuery),
     Operation("post", "/v1/jobs/{job_id}/reprint", "Reprint a job as a new, linked job",
-              OPERATOR, reprint.ReprintRequest,
+              KIOSK, reprint.ReprintRequest,
               {201: m.JobView, 200: m.JobView, 409: m.ErrorBody, 503: m.ErrorBody}),
     Operation("get", "/metrics", "Prometheus metrics", ("operator", "metrics"), None,
               {200: "text/plain"}),
