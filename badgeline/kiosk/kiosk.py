@@ -29,7 +29,13 @@ from pydantic import ValidationError
 from badgeline.kiosk.client import CoordinatorAway, CoordinatorClient, Replicas, ssl_context
 from badgeline.kiosk.config import KioskSettings
 from badgeline.kiosk.delivery import Deliverer, kiosk_event
-from badgeline.kiosk.errors import KioskError, NotReprintable, ScanInvalid, UnknownScan
+from badgeline.kiosk.errors import (
+    KioskError,
+    NotReprintable,
+    OutboxWriteError,
+    ScanInvalid,
+    UnknownScan,
+)
 from badgeline.kiosk.outbox import Outbox
 from badgeline.kiosk.records import Delivery, Kind, ScanRecord, ScanStatus, ScanTicket
 from badgeline.kiosk.salvage import SalvageReport
@@ -111,10 +117,11 @@ class Kiosk:
                            idempotency_key=key)  # fmt: skip
         except ValidationError as error:
             raise ScanInvalid(_describe(error)) from None
-        saved = self._outbox.add(ScanRecord(
+        record = ScanRecord(
             0, "scan_" + secrets.token_hex(8), Kind.SCAN, job.attendee_id, job.printer_target,
             job.priority, key, sha256, None, None, Delivery.PENDING, None, None, None, None,
-            None, 0.0, 0.0), data)  # fmt: skip
+            None, 0.0, 0.0)  # fmt: skip
+        saved = self._keep(record, data, f"the scan of {job.attendee_id}")
         kiosk_event("scan_kept", scan_id=saved.scan_id, attendee_id=saved.attendee_id,
                     printer_target=saved.printer_target, idempotency_key=key)  # fmt: skip
         self._deliverer.wake()
@@ -143,11 +150,12 @@ class Kiosk:
         if priority is not None and not (isinstance(priority, int) and 0 <= priority <= 1000):
             raise ScanInvalid("priority: an integer from 0 to 1000")
         request_id = f"{self.settings.key_prefix}-reprint-{uuid.uuid4().hex}"
-        saved = self._outbox.add(ScanRecord(
+        record = ScanRecord(
             0, "scan_" + secrets.token_hex(8), Kind.REPRINT,
             original.attendee_id if original else "", printer_target, priority, request_id,
             None, job_id, reason, Delivery.PENDING, None, None, None, None, None, 0.0, 0.0,
-        ), None)  # fmt: skip
+        )  # fmt: skip
+        saved = self._keep(record, None, f"the reprint of {job_id}")
         kiosk_event("reprint_requested", logging.WARNING, scan_id=saved.scan_id,
                     reprint_of=job_id, reason=reason, request_id=request_id,
                     of_scan=original.scan_id if original else None)  # fmt: skip
@@ -264,6 +272,15 @@ class Kiosk:
     def _check_open(self) -> None:
         if self._closed:
             raise KioskError("this Kiosk is closed: make a new one on the same outbox")
+
+    def _keep(self, record: ScanRecord, pdf: bytes | None, what: str) -> ScanRecord:
+        try:
+            return self._outbox.add(record, pdf)
+        except OutboxWriteError as error:
+            raise OutboxWriteError(
+                f"{what} was NOT kept: {error}. Scans acknowledged before are safe in the "
+                "outbox; free space (or fix the disk), then submit it again"
+            ) from error
 
     def _changed(self, scan_id: str) -> None:
         with self._changes:
