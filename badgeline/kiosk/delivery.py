@@ -8,9 +8,9 @@ an unknown printer, a bad token) and the scan is marked refused with the reason.
 Everything else is "not now": the coordinator away (each URL tried in turn),
 429, 503 (`Retry-After` honoured), 5xx, 408. Then the scan stays pending and is
 tried again with the same key, after a back-off that doubles up to retry_max_s.
-A refusal for the whole kiosk (the coordinator away, 429, `store_unavailable`)
-holds every scan back; one for this scan alone (`queue_full`,
-`no_printer_available`) lets later scans go ahead of it.
+A refusal for the whole kiosk (the coordinator away, 429, `store_unavailable`,
+500, 502, 504) holds every scan back; one for this scan alone (`queue_full`,
+`no_printer_available`, `badge_check_unavailable`, 408) lets later scans go ahead.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ log = logging.getLogger("badgeline.kiosk")
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # Refusals that say nothing about this scan: every scan would get them now.
-WHOLE_KIOSK_CODES = frozenset({"rate_limited", "store_unavailable", "internal_error"})
+WHOLE_KIOSK_STATUSES = frozenset({429, 500, 502, 504})
+WHOLE_KIOSK_CODES = frozenset({"store_unavailable"})
 
 
 def kiosk_event(event: str, level: int = logging.INFO, **fields: object) -> None:
@@ -153,7 +154,8 @@ class Deliverer(threading.Thread):
             self._accepted(record, answer)
             return True
         if answer.status in RETRY_STATUSES:
-            kiosk_wide = answer.status == 429 or answer.error_code in WHOLE_KIOSK_CODES
+            kiosk_wide = (answer.status in WHOLE_KIOSK_STATUSES
+                          or answer.error_code in WHOLE_KIOSK_CODES)  # fmt: skip
             backoff = self._kiosk_wide if kiosk_wide else self._per_scan.setdefault(
                 record.scan_id, Backoff())  # fmt: skip
             delay = backoff.fail(self._settings, time.monotonic(), answer.retry_after_s)

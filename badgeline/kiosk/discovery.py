@@ -34,19 +34,19 @@ class MdnsDiscovery(threading.Thread):
         self._venue = venue
         self._interfaces = list(interfaces) if interfaces is not None else None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
+        self._stop_event: asyncio.Event | None = None
         self._ready = threading.Event()
 
     def run(self) -> None:
         asyncio.run(self._follow())
 
     async def _follow(self) -> None:
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        self._loop, self._stop_event = asyncio.get_running_loop(), asyncio.Event()
         self._ready.set()
         follower = self._follower_type(venue=self._venue, interfaces=self._interfaces,
                                        on_change=self._found)  # fmt: skip
         async with follower:
-            await self._stop.wait()
+            await self._stop_event.wait()
 
     def _found(self, location: object) -> None:
         url = str(location.base_url)  # type: ignore[attr-defined]
@@ -55,7 +55,7 @@ class MdnsDiscovery(threading.Thread):
 
     def stop(self) -> None:
         self._ready.wait(5)
-        if self._loop is not None and self._stop is not None:
+        if self._loop is not None and self._stop_event is not None:
             with contextlib.suppress(RuntimeError):  # the loop has ended already
-                self._loop.call_soon_threadsafe(self._stop.set)
+                self._loop.call_soon_threadsafe(self._stop_event.set)
         self.join(5)

@@ -128,14 +128,16 @@ class PlayedPrinter:
         return str(leased["job_id"])
 
 
-def operator(coordinator: ThreadedCoordinator, path: str) -> Any:
-    status, answer = call(coordinator.url, "GET", path, OPERATOR_TOKEN)
+def operator(coordinator: ThreadedCoordinator | str, path: str) -> Any:
+    url = coordinator if isinstance(coordinator, str) else coordinator.url
+    status, answer = call(url, "GET", path, OPERATOR_TOKEN)
     assert status == 200, (path, status, answer)
     return answer
 
 
-def jobs_of(coordinator: ThreadedCoordinator, attendee_id: str) -> list[dict[str, Any]]:
-    """Every job the coordinator holds for the attendee (the operator's view)."""
+def jobs_of(coordinator: ThreadedCoordinator | str, attendee_id: str) -> list[dict[str, Any]]:
+    """Every job the coordinator (or the one at that URL) holds for the attendee, as an
+    operator sees them."""
     found: list[dict[str, Any]] = operator(coordinator, f"/v1/jobs?attendee_id={attendee_id}")[
         "jobs"]  # fmt: skip
     return found
