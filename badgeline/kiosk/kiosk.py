@@ -12,43 +12,40 @@ callback never holds a delivery up. docs/kiosk.md is the integrator's guide.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
-import os
 import queue
-import re
-import secrets
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
-
-from pydantic import ValidationError
 
 from badgeline.kiosk.client import CoordinatorAway, CoordinatorClient, Replicas, ssl_context
 from badgeline.kiosk.config import KioskSettings
 from badgeline.kiosk.delivery import Deliverer, kiosk_event
 from badgeline.kiosk.errors import (
     KioskError,
-    NotReprintable,
     OutboxWriteError,
-    ScanInvalid,
     UnknownScan,
 )
 from badgeline.kiosk.outbox import Outbox
-from badgeline.kiosk.records import Delivery, Kind, ScanRecord, ScanStatus, ScanTicket
+from badgeline.kiosk.records import Delivery, ScanRecord, ScanStatus, ScanTicket
 from badgeline.kiosk.salvage import SalvageReport
+from badgeline.kiosk.scans import (
+    PdfSource,
+    Which,
+    job_to_reprint,
+    name,
+    new_reprint,
+    new_scan,
+    read_pdf,
+    status_of_job,
+)
 from badgeline.kiosk.watch import JobStatePoller, JobStates
-from badgeline.protocol.ids import PRINTER_TARGET_PATTERN, is_job_id
-from badgeline.protocol.job import PrintJob
+from badgeline.protocol.ids import is_job_id
 
 log = logging.getLogger("badgeline.kiosk")
 
 Callback = Callable[[ScanStatus], None]
-Which = ScanTicket | ScanStatus | str
-PdfSource = bytes | str | os.PathLike[str]
-_TARGET = re.compile(PRINTER_TARGET_PATTERN)
 
 
 class Kiosk:
@@ -65,7 +62,7 @@ class Kiosk:
         self._callbacks: list[Callback] = []
         self._notices: queue.SimpleQueue[str | None] = queue.SimpleQueue()
         try:
-            self._outbox.forget_finished(time.time() - s.keep_finished_s)
+            self._forget_finished()
             self._replicas = Replicas(s.coordinator_urls)
             self._discovery = _start_discovery(s, self._replicas) if s.discover else None
             self._deliverer = Deliverer(s, self._outbox, self._client(), self._changed)
@@ -108,22 +105,12 @@ class Kiosk:
         disk full or failing), KioskError once closed.
         """
         self._check_open()
-        data = _read_pdf(pdf, self.settings.max_pdf_bytes)
-        sha256 = hashlib.sha256(data).hexdigest()
-        key = f"{self.settings.key_prefix}-{uuid.uuid4().hex}"
-        try:
-            job = PrintJob(attendee_id=attendee_id, badge_pdf_ref=f"artifact://{sha256}.pdf",
-                           printer_target=printer_target, priority=priority,
-                           idempotency_key=key)  # fmt: skip
-        except ValidationError as error:
-            raise ScanInvalid(_describe(error)) from None
-        record = ScanRecord(
-            0, "scan_" + secrets.token_hex(8), Kind.SCAN, job.attendee_id, job.printer_target,
-            job.priority, key, sha256, None, None, Delivery.PENDING, None, None, None, None,
-            None, 0.0, 0.0)  # fmt: skip
-        saved = self._keep(record, data, f"the scan of {job.attendee_id}")
+        data = read_pdf(pdf, self.settings.max_pdf_bytes)
+        record = new_scan(self.settings.key_prefix, attendee_id, data, printer_target, priority)
+        saved = self._keep(record, data, f"the scan of {record.attendee_id}")
         kiosk_event("scan_kept", scan_id=saved.scan_id, attendee_id=saved.attendee_id,
-                    printer_target=saved.printer_target, idempotency_key=key)  # fmt: skip
+                    printer_target=saved.printer_target,
+                    idempotency_key=saved.idempotency_key)  # fmt: skip
         self._deliverer.wake()
         return saved.ticket()
 
@@ -139,25 +126,13 @@ class Kiosk:
         """
         self._check_open()
         original = self._find(which)
-        job_id = _job_to_reprint(which, original)
-        reason = reason.strip() if isinstance(reason, str) else ""
-        if not 1 <= len(reason) <= 200:
-            raise ScanInvalid("reason: say why the badge is printed again, in 1-200 characters")
-        if printer_target is not None and not _TARGET.match(printer_target):
-            raise ScanInvalid(
-                f"printer_target: {printer_target!r} is not printer-…, pool:… or auto"
-            )
-        if priority is not None and not (isinstance(priority, int) and 0 <= priority <= 1000):
-            raise ScanInvalid("priority: an integer from 0 to 1000")
-        request_id = f"{self.settings.key_prefix}-reprint-{uuid.uuid4().hex}"
-        record = ScanRecord(
-            0, "scan_" + secrets.token_hex(8), Kind.REPRINT,
-            original.attendee_id if original else "", printer_target, priority, request_id,
-            None, job_id, reason, Delivery.PENDING, None, None, None, None, None, 0.0, 0.0,
-        )  # fmt: skip
+        job_id = job_to_reprint(which, original)
+        attendee = original.attendee_id if original else self._attendee_of(job_id)
+        record = new_reprint(self.settings.key_prefix, job_id, attendee, reason, printer_target,
+                             priority)  # fmt: skip
         saved = self._keep(record, None, f"the reprint of {job_id}")
         kiosk_event("reprint_requested", logging.WARNING, scan_id=saved.scan_id,
-                    reprint_of=job_id, reason=reason, request_id=request_id,
+                    reprint_of=job_id, reason=record.reason, request_id=record.idempotency_key,
                     of_scan=original.scan_id if original else None)  # fmt: skip
         self._deliverer.wake()
         return saved.ticket()
@@ -172,12 +147,12 @@ class Kiosk:
         record = self._find(which)
         job_id = record.job_id if record else which if isinstance(which, str) else None
         if record is None and not (job_id and is_job_id(job_id)):
-            raise UnknownScan(f"no scan {_name(which)} in the outbox {self.settings.outbox_path}")
+            raise UnknownScan(f"no scan {name(which)} in the outbox {self.settings.outbox_path}")
         job = self._read_job(job_id) if refresh and job_id else None
         if record is None:
             if job is None:
                 raise UnknownScan(f"no job {job_id} here nor at the coordinator")
-            return _status_of_job(job)
+            return status_of_job(job)
         if job is not None and job_id:
             self._states.observed(job_id, job)
             record = self._outbox.get(record.scan_id) or record
@@ -201,7 +176,8 @@ class Kiosk:
                     return status
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    raise TimeoutError(f"{_name(which)} is still {_describe_status(status)}")
+                    state = status.job_state or status.delivery.value
+                    raise TimeoutError(f"{name(which)} is still {state}")
                 self._changes.wait(remaining if remaining is not None else 1.0)
 
     def flush(self, timeout_s: float | None = None) -> bool:
@@ -255,7 +231,8 @@ class Kiosk:
             self._discovery.stop()
         join_s = self.settings.request_timeout_s + self.settings.connect_timeout_s + 1
         for thread in (self._deliverer, self._poller, self._notifier):
-            thread.join(join_s)
+            if thread is not threading.current_thread():  # close() from a callback
+                thread.join(join_s)
         self._status_client.close()
         self._outbox.close()
         with self._changes:
@@ -272,6 +249,15 @@ class Kiosk:
     def _check_open(self) -> None:
         if self._closed:
             raise KioskError("this Kiosk is closed: make a new one on the same outbox")
+
+    def _forget_finished(self) -> None:
+        try:
+            forgotten = self._outbox.forget_finished(time.time() - self.settings.keep_finished_s)
+        except OutboxWriteError as error:  # a full disk must not keep the kiosk from starting
+            kiosk_event("outbox_write_failed", logging.ERROR, error=str(error))
+            return
+        if forgotten:
+            kiosk_event("finished_scans_forgotten", scans=forgotten)
 
     def _keep(self, record: ScanRecord, pdf: bytes | None, what: str) -> ScanRecord:
         try:
@@ -307,6 +293,12 @@ class Kiosk:
             return self._outbox.by_job(scan_id)
         return self._outbox.get(scan_id)
 
+    def _attendee_of(self, job_id: str) -> str:
+        """The attendee of a job the outbox has forgotten, as the coordinator has it."""
+        job = self._read_job(job_id)
+        attendee = job.get("attendee_id") if job else None
+        return attendee if isinstance(attendee, str) and attendee else "unknown"
+
     def _read_job(self, job_id: str) -> dict[str, Any] | None:
         with self._status_lock:
             try:
@@ -314,56 +306,6 @@ class Kiosk:
             except CoordinatorAway:
                 return None
         return answer.body if answer.status == 200 and isinstance(answer.body, dict) else None
-
-
-def _read_pdf(pdf: PdfSource, max_bytes: int) -> bytes:
-    if isinstance(pdf, bytes | bytearray | memoryview):
-        data = bytes(pdf)
-    else:
-        try:
-            with open(pdf, "rb") as file:
-                data = file.read(max_bytes + 1)
-        except OSError as error:
-            raise ScanInvalid(f"pdf: cannot read {pdf}: {error.strerror or error}") from None
-    if not data.startswith(b"%PDF-"):
-        raise ScanInvalid("pdf: not a PDF (it does not start with %PDF-)")
-    if len(data) > max_bytes:
-        raise ScanInvalid(f"pdf: over {max_bytes} bytes, the largest badge the coordinator takes")
-    return data
-
-
-def _describe(error: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'scan'}: {e['msg']}"
-                     for e in error.errors())  # fmt: skip
-
-
-def _name(which: Which) -> str:
-    return which.scan_id or "(a job)" if isinstance(which, ScanTicket | ScanStatus) else which
-
-
-def _describe_status(status: ScanStatus) -> str:
-    return status.job_state or status.delivery.value
-
-
-def _job_to_reprint(which: Which, original: ScanRecord | None) -> str:
-    if original is None:
-        if isinstance(which, str) and is_job_id(which):
-            return which  # a job of this kiosk the outbox has forgotten
-        raise UnknownScan(f"no scan {_name(which)} in this outbox")
-    if original.delivery is Delivery.REFUSED or original.job_id is None:
-        state = "was refused: submit the badge again" if original.delivery is Delivery.REFUSED \
-            else "is not delivered yet: there is no job to reprint; wait for it"  # fmt: skip
-        raise NotReprintable(f"scan {original.scan_id} {state}")
-    return original.job_id
-
-
-def _status_of_job(job: dict[str, Any]) -> ScanStatus:
-    return ScanStatus(
-        None, Kind.REPRINT if job.get("reprint_of") else Kind.SCAN, str(job.get("attendee_id")),
-        job.get("idempotency_key"), Delivery.ACCEPTED, job.get("job_id"), job.get("state"),
-        job.get("printer_id"), None, None, job.get("reprint_of"), job.get("created_at"),
-        job.get("updated_at"), job,
-    )  # fmt: skip
 
 
 def _start_discovery(settings: KioskSettings, replicas: Replicas) -> Any:
