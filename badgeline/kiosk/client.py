@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import logging
 import socket
 import ssl
 import threading
@@ -20,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-
-log = logging.getLogger("badgeline.kiosk")
 
 USER_AGENT = "badgeline-kiosk/0.1"
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from badgeline.kiosk.client import Answer, CoordinatorAway, CoordinatorClient
 from badgeline.kiosk.config import KioskSettings
 from badgeline.kiosk.errors import OutboxWriteError
+from badgeline.kiosk.events import kiosk_event
 from badgeline.kiosk.outbox import Outbox
 from badgeline.kiosk.records import Kind, ScanRecord
 
@@ -35,13 +36,6 @@ RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 # Refusals that say nothing about this scan: every scan would get them now.
 WHOLE_KIOSK_STATUSES = frozenset({429, 500, 502, 504})
 WHOLE_KIOSK_CODES = frozenset({"store_unavailable"})
-
-
-def kiosk_event(event: str, level: int = logging.INFO, **fields: object) -> None:
-    """A log line: the event and its fields as text, and as `fields` for a JSON formatter
-    (badgeline.log.JsonLineFormatter writes them as one JSON object)."""
-    text = " ".join(f"{key}={value}" for key, value in fields.items())
-    log.log(level, "%s %s", event, text, extra={"fields": {"event": event, **fields}})
 
 
 @dataclass

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Sequence
 
 from badgeline.kiosk.client import Replicas
-from badgeline.kiosk.delivery import kiosk_event
 from badgeline.kiosk.errors import KioskError
+from badgeline.kiosk.events import kiosk_event
 
 
 class MdnsDiscovery(threading.Thread):

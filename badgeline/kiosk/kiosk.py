@@ -21,12 +21,13 @@ from typing import Any
 
 from badgeline.kiosk.client import CoordinatorAway, CoordinatorClient, Replicas, ssl_context
 from badgeline.kiosk.config import KioskSettings
-from badgeline.kiosk.delivery import Deliverer, kiosk_event
+from badgeline.kiosk.delivery import Deliverer
 from badgeline.kiosk.errors import (
     KioskError,
     OutboxWriteError,
     UnknownScan,
 )
+from badgeline.kiosk.events import kiosk_event
 from badgeline.kiosk.outbox import Outbox
 from badgeline.kiosk.records import Delivery, ScanRecord, ScanStatus, ScanTicket
 from badgeline.kiosk.salvage import SalvageReport

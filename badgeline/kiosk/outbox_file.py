@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from badgeline.kiosk.errors import KioskError, OutboxCorrupt, OutboxInUse
+from badgeline.kiosk.events import kiosk_event
 from badgeline.kiosk.salvage import SalvageReport, carry_over
 from badgeline.private_files import FILE_MODE, create_private_file, private_dir
-
-log = logging.getLogger("badgeline.kiosk")
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -107,9 +106,13 @@ def open_file(path: Path, *, salvage: bool) -> OpenedFile:
         raise
     try:
         moved = move_aside(path, time.time())
-        log.error("kiosk outbox %s is damaged (%s); moved it to %s", path, reason, moved,
-                  extra={"fields": {"event": "kiosk_outbox_moved_aside", "outbox": str(path),
-                                    "moved_to": str(moved), "reason": reason}})  # fmt: skip
+        kiosk_event(
+            "kiosk_outbox_moved_aside",
+            logging.ERROR,
+            outbox=str(path),
+            moved_to=str(moved),
+            reason=reason,
+        )
         db = _open_checked(path)
     except BaseException:
         release_lock(lock_fd)
@@ -140,9 +143,14 @@ def _open_checked(path: Path) -> sqlite3.Connection:
     except sqlite3.Error as error:
         raise KioskError(f"cannot open the kiosk outbox {path}: {error}") from error
     try:
-        _configure(db, path)
+        # Read before anything is written: a file that is not an outbox is left as it was
+        # (WAL mode, once set, is written into the file).
+        db.execute("PRAGMA busy_timeout = 10000")
+        # FULL: a commit is on disk before it returns; NORMAL in WAL mode may lose the last.
+        db.execute("PRAGMA synchronous = FULL")
         _check(db)
         _create_or_accept_schema(db, path)
+        _use_wal(db, path)
     except sqlite3.DatabaseError as error:
         db.close()
         if any(words in str(error).lower() for words in _CORRUPT_MESSAGES):
@@ -154,15 +162,12 @@ def _open_checked(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _configure(db: sqlite3.Connection, path: Path) -> None:
+def _use_wal(db: sqlite3.Connection, path: Path) -> None:
     mode = str(db.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
     if mode != "wal":
         # A filesystem that cannot hold WAL's shared memory: the rollback journal with
         # synchronous=FULL is slower and as durable.
-        log.warning("kiosk outbox %s runs in %s mode, not WAL", path, mode)
-    # FULL: a commit is on disk before it returns; NORMAL in WAL mode may lose the last ones.
-    db.execute("PRAGMA synchronous = FULL")
-    db.execute("PRAGMA busy_timeout = 10000")
+        kiosk_event("kiosk_outbox_not_wal", logging.WARNING, outbox=str(path), mode=mode)
 
 
 def _check(db: sqlite3.Connection) -> None:

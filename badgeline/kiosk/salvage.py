@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("badgeline.kiosk")
+from badgeline.kiosk.events import kiosk_event
 
 COLUMNS = (
     "seq", "scan_id", "kind", "attendee_id", "printer_target", "priority", "idempotency_key",
@@ -143,9 +143,14 @@ def carry_over(db: sqlite3.Connection, moved_to: Path) -> SalvageReport:
         raise
     not_read = len(set(range(1, reading.highest + 1)) - reading.seen)
     report = SalvageReport(moved_to, carried, undelivered, reading.broken, not_read, reading.error)
-    log.error("kiosk outbox salvaged: %s", report.describe(),
-              extra={"fields": {"event": "kiosk_outbox_salvaged", "moved_to": str(moved_to),
-                                "carried": carried, "undelivered": undelivered,
-                                "unreadable": reading.broken, "not_read": not_read,
-                                "read_error": reading.error}})  # fmt: skip
+    kiosk_event(
+        "kiosk_outbox_salvaged",
+        logging.ERROR,
+        moved_to=str(moved_to),
+        carried=carried,
+        undelivered=undelivered,
+        unreadable=reading.broken,
+        not_read=not_read,
+        read_error=reading.error,
+    )
     return report

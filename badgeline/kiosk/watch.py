@@ -15,8 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from badgeline.kiosk.client import CoordinatorAway, CoordinatorClient
-from badgeline.kiosk.delivery import kiosk_event
 from badgeline.kiosk.errors import OutboxWriteError
+from badgeline.kiosk.events import kiosk_event
 from badgeline.kiosk.outbox import Outbox
 
 log = logging.getLogger("badgeline.kiosk")

@@ -28,6 +28,7 @@ SCAN_SPREAD_S = 25.0  # the 200 scans arrive within the outage
 AGENT_RETRY_MAX_S = 2.0
 
 
+@pytest.mark.slow  # the 30 s outage is the point
 @pytest.mark.timeout(300)
 def test_200_scans_kept_while_the_coordinator_is_down_for_30_s_each_print_once(
     start_venue: VenueFactory,

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from badgeline.kiosk import (
     Delivery,
     Kiosk,
+    KioskError,
     KioskSettings,
     OutboxCorrupt,
     OutboxInUse,
@@ -135,6 +136,22 @@ def test_a_file_that_is_not_an_outbox_is_refused_and_left_as_it_was(
     assert "on_corrupt_outbox='salvage'" in message and "moved aside" in message
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["outbox.sqlite3", "outbox.sqlite3.lock"]
+
+
+def test_an_sqlite_file_of_something_else_is_refused_and_left_as_it_was(
+    tmp_path: Path, nowhere: str
+) -> None:
+    # GIVEN outbox_path naming another program's database (a journal, say)
+    path = tmp_path / "journal.sqlite3"
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE jobs (job_id TEXT)")
+        db.commit()
+    before = path.read_bytes()
+    # WHEN a kiosk is made on it THEN it says so, and writes nothing into it
+    with pytest.raises(KioskError, match="not a kiosk outbox"):
+        _kiosk(path, nowhere)
+    assert path.read_bytes() == before
+    assert not path.with_name("journal.sqlite3-wal").exists()
 
 
 def test_a_torn_outbox_is_salvaged_when_told_and_every_readable_scan_keeps_its_key(
