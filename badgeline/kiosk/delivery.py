@@ -131,7 +131,10 @@ class Deliverer(threading.Thread):
             if not delivered:
                 return max(0.0, self._kiosk_wide.not_before - time.monotonic())
             now = time.monotonic()
-        self._per_scan = {s: b for s, b in self._per_scan.items() if b.not_before > now}
+        # Keep each waiting scan's count of failures (its back-off goes on doubling); forget
+        # those of scans no longer pending.
+        waiting = {record.scan_id for record in pending}
+        self._per_scan = {s: b for s, b in self._per_scan.items() if s in waiting}
         return min(waits)
 
     def _deliver(self, record: ScanRecord) -> bool:
