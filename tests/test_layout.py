@@ -6,6 +6,9 @@
 - a route module of coordinator/api/ never imports another route module;
 - nothing outside the store reaches into its Redis client or calls a script by name;
 - the agent imports nothing from the coordinator, redis or aiohttp (a Pi carries neither);
+- the kiosk library imports nothing from the coordinator, the agent, redis or aiohttp
+  (an integrator's kiosk carries the standard library and pydantic), and zeroconf only
+  in its discovery module, which it loads only when asked to find the coordinator;
 - no module is longer than 400 lines (the emulator's language packages included).
 
 Read from the source with `ast`: a rule broken in a branch that a test run never
@@ -68,10 +71,13 @@ def _route_modules() -> list[Path]:
 
 
 def test_the_store_imports_neither_the_api_nor_control() -> None:
-    assert _breaks(
-        _modules(COORDINATOR / "store"),
-        ("badgeline.coordinator.api", "badgeline.coordinator.control"),
-    ) == []
+    assert (
+        _breaks(
+            _modules(COORDINATOR / "store"),
+            ("badgeline.coordinator.api", "badgeline.coordinator.control"),
+        )
+        == []
+    )
 
 
 def test_control_imports_the_store_never_the_api() -> None:
@@ -99,6 +105,23 @@ def test_the_agent_imports_nothing_from_the_coordinator_redis_or_aiohttp() -> No
     agent = _modules(PACKAGE / "agent")
     assert len(agent) > 20
     assert _breaks(agent, ("badgeline.coordinator", "redis", "aiohttp")) == []
+
+
+def test_the_kiosk_library_imports_nothing_from_the_coordinator_agent_redis_or_aiohttp() -> None:
+    kiosk = _modules(PACKAGE / "kiosk")
+    assert len(kiosk) > 8
+    forbidden = ("badgeline.coordinator", "badgeline.agent", "redis", "aiohttp", "hiredis")
+    assert _breaks(kiosk, forbidden) == []
+    # zeroconf (through badgeline.discovery) only where mDNS is used, and only lazily:
+    # a kiosk given its coordinator's URL does not load it.
+    mdns = ("zeroconf", "badgeline.discovery")
+    assert _breaks(kiosk, mdns) == [
+        "badgeline/kiosk/discovery.py imports badgeline.discovery.coordinator",
+        "badgeline/kiosk/discovery.py imports badgeline.discovery.coordinator.CoordinatorFollower",
+    ]
+    top_level = ast.parse((PACKAGE / "kiosk" / "discovery.py").read_text(encoding="utf-8"))
+    assert not [node for node in top_level.body if isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith(mdns)]  # fmt: skip
 
 
 def test_no_module_is_longer_than_400_lines() -> None:

@@ -3,7 +3,7 @@ reason and the operator first in its history; the original never changes."""
 
 from __future__ import annotations
 
-from tests.conftest import KIOSK_TOKEN, auth
+from tests.conftest import KIOSK_TOKEN, OTHER_KIOSK_TOKEN, auth
 from tests.ops.conftest import MakeVenue
 from tests.ops.venue import Venue
 
@@ -57,10 +57,34 @@ async def test_an_unfinished_job_is_not_reprinted(venue: Venue) -> None:
     assert len((await venue.ops("GET", f"/v1/jobs?attendee_id={attendee}"))["items"]) == 1
 
 
-async def test_reprint_needs_an_operator_and_a_known_job(venue: Venue) -> None:
+async def test_a_kiosk_reprints_its_own_job_once_per_request_id(venue: Venue) -> None:
+    # GIVEN a badge kiosk-1 submitted and that printed
     original_id = await venue.printed_job()
-    await venue.api("POST", f"/v1/jobs/{original_id}/reprint", auth(KIOSK_TOKEN),
-                    {"reason": "x"}, status=403)  # fmt: skip
+    body = {"reason": "badge smudged", "request_id": "desk-reprint-0001"}
+    # WHEN another kiosk asks for its reprint
+    refused = await venue.api("POST", f"/v1/jobs/{original_id}/reprint",
+                              auth(OTHER_KIOSK_TOKEN), body, status=404)  # fmt: skip
+    # THEN it is the unknown-job answer, and nothing was made
+    assert refused["error"]["code"] == "not_found"
+    attendee = (await venue.job(original_id))["attendee_id"]
+    assert len((await venue.ops("GET", f"/v1/jobs?attendee_id={attendee}"))["jobs"]) == 1
+    # WHEN kiosk-1 asks for it, and again with the same request_id (a lost answer)
+    first = await venue.api("POST", f"/v1/jobs/{original_id}/reprint", auth(KIOSK_TOKEN),
+                            body, status=201)  # fmt: skip
+    again = await venue.api("POST", f"/v1/jobs/{original_id}/reprint", auth(KIOSK_TOKEN),
+                            body, status=200)  # fmt: skip
+    # THEN one reprint was made under its own key, the desk's request first in its history
+    assert again["job_id"] == first["job_id"] and first["reprint_of"] == original_id
+    assert first["idempotency_key"] == f"reprint:{original_id}:1"
+    assert first["history"][0]["actor"] == "kiosk:kiosk-1"
+    assert "badge smudged" in first["history"][0]["reason"]
+    # AND kiosk-1 sees it among the attendee's jobs
+    mine = await venue.api("GET", f"/v1/jobs?attendee_id={attendee}", auth(KIOSK_TOKEN))
+    assert {job["job_id"] for job in mine["jobs"]} == {original_id, first["job_id"]}
+
+
+async def test_reprint_needs_a_reason_and_a_known_job(venue: Venue) -> None:
+    original_id = await venue.printed_job()
     await venue.ops("POST", f"/v1/jobs/{original_id}/reprint", {}, status=422)
     missing = await venue.cli("reprint", "job_0000000000000000", "--reason", "x")
     assert missing.code == 1 and "404 not_found" in missing.err

@@ -148,7 +148,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("get", "/v1/failovers", "Failover decisions, newest first (paged)", OPERATOR, None,
               {200: pages.FailoverPage}, query_model=api_ops.PageQuery,
               operation_id="list_failovers", tag="operator"),
-    # ---- operator: reports and reprint
+    # ---- reports (operator) and reprint (a kiosk its own jobs, an operator any)
     Operation("get", "/v1/queues", "Queue depths, head waits and stalls (paged)", OPERATOR, None,
               {200: pages.QueueReport}, query_model=api_reports.QueuesQuery,
               operation_id="list_queues", tag="reports"),
@@ -165,9 +165,9 @@ OPERATIONS: tuple[Operation, ...] = (
               None, {200: pages.StatsPage}, query_model=api_reports.StatsQuery,
               operation_id="get_stats", tag="reports"),
     Operation("post", "/v1/jobs/{job_id}/reprint", "Reprint a job as a new, linked job",
-              OPERATOR, reprint.ReprintRequest,
+              KIOSK, reprint.ReprintRequest,
               {201: m.JobView, 200: m.JobView, 409: m.ErrorBody, 503: m.ErrorBody},
-              operation_id="reprint_job", tag="operator"),
+              operation_id="reprint_job", tag="kiosk"),
     Operation("get", "/metrics", "Prometheus metrics", ("operator", "metrics"), None,
               {200: "text/plain"},
               operation_id="get_metrics", tag="metrics"),

@@ -49,10 +49,14 @@ from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
 
 SUBMIT_ROUTE = ("POST", "/v1/jobs")
+REPRINT_ROUTE = ("POST", "/v1/jobs/{job_id}/reprint")
+# A reprint is an accepted job like a submission: both count against the daily quota.
+QUOTA_ROUTES = frozenset({SUBMIT_ROUTE, REPRINT_ROUTE})
 LEASE_ROUTE = ("POST", "/v1/agents/{printer_id}/lease")
 # Every route a kiosk token may call (tests/security checks this against the router).
 KIOSK_ROUTES = frozenset({
     SUBMIT_ROUTE,
+    REPRINT_ROUTE,
     ("GET", "/v1/jobs"),
     ("GET", "/v1/jobs/{job_id}"),
     ("POST", "/v1/jobs/{job_id}/cancel"),
@@ -140,7 +144,7 @@ async def _kiosk(
     settings = coordinator.settings
     limits = request.app[LIMITS]
     counts_quota = (
-        route == SUBMIT_ROUTE and quota_of(coordinator, limits, identity.name) is not None
+        route in QUOTA_ROUTES and quota_of(coordinator, limits, identity.name) is not None
     )
     if settings.kiosk_rate_per_s is None and not counts_quota:
         return await handler(request)

@@ -1,5 +1,7 @@
 """Reprint: a deliberate second badge, as a new job linked to the original.
 
+An operator reprints any job; a kiosk the jobs it may see (api/visibility.py).
+
 The original's record is never touched. The new job goes through the same
 acceptance gate as a kiosk's (store.accept), under its own idempotency key
 `reprint:<job_id>:<n>`, and its history starts with who asked and why.
@@ -14,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from badgeline.coordinator.api.context import Coordinator, authenticate
 from badgeline.coordinator.api.http import correlation_id, job_id_param, json_response, read_model
+from badgeline.coordinator.api.visibility import check_visible
 from badgeline.coordinator.control.routing import SHED_RETRY_AFTER_S, spill_peers
 from badgeline.coordinator.store.jobs import AcceptOutcome
 from badgeline.log import job_event
@@ -88,9 +91,12 @@ def _refuse(outcome: AcceptOutcome, job: PrintJob, cid: str, request_id: str | N
 
 @routes.post("/v1/jobs/{job_id}/reprint")
 async def reprint(request: web.Request) -> web.Response:
-    coordinator, identity = authenticate(request, "operator")
+    coordinator, identity = authenticate(request, "kiosk", "operator")
     original_id = job_id_param(request)
     body = await read_model(request, ReprintRequest)
+    # A kiosk reprints the jobs it may see (its own, its group's): the desk where the
+    # attendee stands. Another kiosk's job is the unknown-job 404, as on every job route.
+    await check_visible(coordinator.store, identity, original_id)
     original = await _original(coordinator, original_id)
     store, cid = coordinator.store, correlation_id(request)
     # Milliseconds, as every history entry the scripts write (now_ms): with microseconds
