@@ -25,7 +25,8 @@ def outbox_counts(outbox: Path) -> Counter[str]:
 
 
 def jobs_by_scan(venue: LocalVenue, numbers: list[int]) -> dict[int, list[dict[str, Any]]]:
-    return {n: venue.api("GET", f"/v1/jobs?attendee_id={attendee(n)}")["jobs"] for n in numbers}
+    # one attendee has one or two jobs: one page holds them
+    return {n: venue.api("GET", f"/v1/jobs?attendee_id={attendee(n)}")["items"] for n in numbers}
 
 
 def assert_each_printed_once(

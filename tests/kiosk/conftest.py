@@ -138,9 +138,14 @@ def operator(coordinator: ThreadedCoordinator | str, path: str) -> Any:
 def jobs_of(coordinator: ThreadedCoordinator | str, attendee_id: str) -> list[dict[str, Any]]:
     """Every job the coordinator (or the one at that URL) holds for the attendee, as an
     operator sees them."""
-    found: list[dict[str, Any]] = operator(coordinator, f"/v1/jobs?attendee_id={attendee_id}")[
-        "jobs"]  # fmt: skip
-    return found
+    found: list[dict[str, Any]] = []
+    path = f"/v1/jobs?attendee_id={attendee_id}&limit=500"
+    while True:  # every page, along the cursors
+        page = operator(coordinator, path)
+        found += page["items"]
+        if page["next"] is None:
+            return found
+        path = f"/v1/jobs?attendee_id={attendee_id}&limit=500&after={page['next']}"
 
 
 @pytest.fixture

@@ -67,7 +67,7 @@ async def test_a_kiosk_reprints_its_own_job_once_per_request_id(venue: Venue) ->
     # THEN it is the unknown-job answer, and nothing was made
     assert refused["error"]["code"] == "not_found"
     attendee = (await venue.job(original_id))["attendee_id"]
-    assert len((await venue.ops("GET", f"/v1/jobs?attendee_id={attendee}"))["jobs"]) == 1
+    assert len((await venue.ops("GET", f"/v1/jobs?attendee_id={attendee}"))["items"]) == 1
     # WHEN kiosk-1 asks for it, and again with the same request_id (a lost answer)
     first = await venue.api("POST", f"/v1/jobs/{original_id}/reprint", auth(KIOSK_TOKEN),
                             body, status=201)  # fmt: skip
@@ -80,7 +80,7 @@ async def test_a_kiosk_reprints_its_own_job_once_per_request_id(venue: Venue) ->
     assert "badge smudged" in first["history"][0]["reason"]
     # AND kiosk-1 sees it among the attendee's jobs
     mine = await venue.api("GET", f"/v1/jobs?attendee_id={attendee}", auth(KIOSK_TOKEN))
-    assert {job["job_id"] for job in mine["jobs"]} == {original_id, first["job_id"]}
+    assert {job["job_id"] for job in mine["items"]} == {original_id, first["job_id"]}
 
 
 async def test_reprint_needs_a_reason_and_a_known_job(venue: Venue) -> None:
