@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from badgeline.coordinator.api import agent as api_agent
 from badgeline.coordinator.api import enrolment, reprint
+from badgeline.coordinator.api import events as api_events
 from badgeline.coordinator.api import ops as api_ops
 from badgeline.coordinator.api import printers as api_printers
 from badgeline.coordinator.api import reports as api_reports
@@ -60,6 +61,11 @@ OPERATIONS: tuple[Operation, ...] = (
               query=(("attendee_id", "string", "the attendee"),)),
     Operation("post", "/v1/jobs/{job_id}/cancel", "Cancel a job before it prints", KIOSK, None,
               {200: m.CancelResult, 409: m.ErrorBody}),
+    Operation("get", "/v1/events",
+              "Job state changes as server-sent events (`event: job`, data: JobEvent), until"
+              " closed; resume with Last-Event-ID", KIOSK, None,
+              {200: "text/event-stream", 410: m.ErrorBody, 429: m.ErrorBody},
+              query_model=api_events.EventsQuery, long_lived=True),
     Operation("put", "/v1/artifacts/{name}", "Store a badge PDF under its SHA-256 (`<hex>.pdf`)",
               KIOSK, PDF, {201: JSON_OBJECT, 200: JSON_OBJECT, 415: m.ErrorBody, 422: m.ErrorBody}),
     Operation("get", "/v1/artifacts/{name}", "Fetch a stored badge PDF", ANY_CALLER, None,

@@ -90,7 +90,7 @@ async def stats(request: web.Request) -> web.Response:
     query = query_model(request, StatsQuery)
     tallies = await coordinator.store.reports.tallies(query.by)
     totals, reasons = tallies.totals, tallies.failure_reasons
-    names = ("accepted", "printed", "shed", "canceled", "reprints", "failed_attempts")
+    names = ("accepted", "printed", "shed", "canceled", "expired", "reprints", "failed_attempts")
     accepted = totals.get("accepted", 0)
     return json_response({
         "by": query.by,
