@@ -219,7 +219,7 @@ class CoordinatorSettings(BaseModel):
     webhook_backoff_unit_s: float = Field(default=1.0, gt=0, le=600)
     webhook_backoff_cap_s: float = Field(default=300.0, gt=0, le=6 * 3600)
     webhook_concurrency: int = Field(default=8, ge=1, le=256)
-    expiry_sweep_interval_s: float = Field(default=1.0, gt=0, le=60)
+    expiry_sweep_interval_s: float = Field(default=1.0, gt=0, le=3600)
 
     @field_validator("tls_cert_file", "tls_key_file")
     @classmethod

@@ -30,9 +30,7 @@ REPRINT_PRIORITY = 0
 # A reprint of a job that has not finished would put two badges in flight for
 # one request; the operator should cancel, drain or wait instead.
 # An expired job is reprintable: the attendee came back after its deadline.
-REPRINTABLE = frozenset(
-    {JobState.PRINTED, JobState.FAILED, JobState.CANCELED, JobState.EXPIRED}
-)
+REPRINTABLE = frozenset({JobState.PRINTED, JobState.FAILED, JobState.CANCELED, JobState.EXPIRED})
 
 
 class ReprintRequest(BaseModel):

@@ -39,9 +39,10 @@ from badgeline.log import log_event
 
 SIGNATURE_HEADER = "Badgeline-Signature"
 EVENT_ID_HEADER = "Badgeline-Event-Id"
-# Past an attempt's own timeout before another replica may take its event: an
-# event loop stalled that long is not yet a dead replica.
-ATTEMPT_MARGIN_S = 5.0
+# An event is claimed again only once idle this many times webhook_timeout_s: an
+# attempt ends at its timeout, and a replica whose event loop stalled as long
+# again is not yet taken for dead.
+ATTEMPT_WINDOW_TIMEOUTS = 2.0
 # How long a new event is waited for when nothing is due: also how often due
 # retries are looked for.
 READ_BLOCK_MS = 1000
@@ -125,7 +126,7 @@ class WebhookDelivery:
         s = self.settings
         due = await self.events.claim_due(
             self.group, self.consumer, room,
-            attempt_ms=int((s.webhook_timeout_s + ATTEMPT_MARGIN_S) * 1000),
+            attempt_ms=int(s.webhook_timeout_s * ATTEMPT_WINDOW_TIMEOUTS * 1000),
             backoff_unit_ms=int(s.webhook_backoff_unit_s * 1000),
             backoff_cap_ms=int(s.webhook_backoff_cap_s * 1000),
             max_attempts=s.webhook_max_attempts,
@@ -219,6 +220,9 @@ class Webhooks:
         for target in self.settings.webhooks:
             delivery = WebhookDelivery(self.events, target, self.settings, self._session,
                                        self.consumer)  # fmt: skip
+            # Before the first request: a target's group starts at the newest event,
+            # and a job accepted before it existed would never reach the target.
+            await self.events.ensure_group(delivery.group)
             delivery.start()
             self.deliveries.append(delivery)
 

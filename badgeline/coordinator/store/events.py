@@ -45,9 +45,12 @@ class StoredEvent:
     key: tuple[int, int] = field(compare=False)
 
     @classmethod
-    def from_reply(cls, entry_id: Any, raw: dict[Any, Any]) -> StoredEvent:
+    def from_reply(cls, entry_id: Any, raw: dict[Any, Any] | list[Any]) -> StoredEvent:
+        """From a reply's entry: its fields as redis-py parses them (a dict) or as a
+        script returns them (a flat list of field, value)."""
         name = text(entry_id)
-        return cls(name, {text(k): text(v) for k, v in raw.items()}, event_id_key(name) or (0, 0))
+        pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=True)
+        return cls(name, {text(k): text(v) for k, v in pairs}, event_id_key(name) or (0, 0))
 
     @property
     def job_id(self) -> str:
