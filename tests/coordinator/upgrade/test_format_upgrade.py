@@ -18,6 +18,7 @@ from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.coordinator.store.upgrade import DATA_FORMAT, DataFormatTooNew
 from badgeline.protocol.agent_models import HeartbeatRequest, PrinterHealthReport
 from tests.coordinator import flows
+from tests.coordinator.sse import stored_events
 from tests.coordinator.upgrade.recorded import RECORDED, restore_recorded_venue
 from tests.helpers import wait_for
 
@@ -130,9 +131,16 @@ async def test_a_venue_upgraded_mid_event_prints_every_open_badge_once(
         else:
             assert (now["state"], now["prints"]) == ("printed", 1), (job_id, job, now)
             assert agents.badges[job_id] == 1, (job_id, job)
-    # AND the venue's own count agrees: nothing unaccounted, nothing printed twice
+    # AND the venue's own count agrees: nothing unaccounted, nothing printed twice,
+    # and nothing expired (the old release's jobs carry no deadline: they needed no upgrade)
     report = await flows.expect(await client.get("/v1/reconcile", headers=flows.OPERATOR), 200)
     assert report["counts"]["unaccounted"] == 0 and report["printed_more_than_once"] == []
+    assert report["counts"]["expired"] == 0
+    # AND every change made since the upgrade is in the job events, as for a new job
+    printed_events = {fields["job_id"] for _, fields in
+                      await stored_events(redis, venue_settings.venue)
+                      if fields["state"] == "printed"}  # fmt: skip
+    assert printed_events == set(agents.badges)
 
 
 async def test_a_venue_written_by_a_newer_release_is_not_touched(
