@@ -24,6 +24,7 @@ from badgeline.coordinator.api.context import Coordinator, authenticate
 from badgeline.coordinator.api.http import CORRELATION_HEADER, correlation_id, query_model
 from badgeline.coordinator.api.visibility import may_see
 from badgeline.coordinator.control.event_hub import HubEvent, Subscription, newer
+from badgeline.coordinator.store import STORE_UNAVAILABLE
 from badgeline.coordinator.store.events import Resume
 from badgeline.log import log_event
 from badgeline.protocol.errors import BadgelineError, ErrorCode
@@ -81,8 +82,14 @@ async def job_events(request: web.Request) -> web.StreamResponse:
             headers=STREAM_HEADERS | {CORRELATION_HEADER: correlation_id(request)}
         )
         await response.prepare(request)
-        with contextlib.suppress(ConnectionResetError):
+        try:
             await _stream(response, coordinator, subscription, resume)
+        except ConnectionResetError:
+            pass  # the client went away
+        except STORE_UNAVAILABLE as error:
+            # Mid-stream there is no error body to send: the stream ends, and the
+            # client reconnects with its last id (to this replica or another).
+            log_event("event_stream_ended", logging.WARNING, error=str(error))
     return response
 
 
