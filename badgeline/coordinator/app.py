@@ -13,6 +13,7 @@ from badgeline.coordinator.api import (
     attempts,
     dashboard,
     enrolment,
+    events,
     kiosk,
     metrics,
     ops,
@@ -29,6 +30,8 @@ from badgeline.coordinator.api.openapi import build_openapi, registered_routes
 from badgeline.coordinator.config import CoordinatorSettings
 from badgeline.coordinator.control.audit_export import AuditExport
 from badgeline.coordinator.control.badge_checks import BadgeChecker
+from badgeline.coordinator.control.event_hub import EVENT_TRIM_INTERVAL_S, EventHub
+from badgeline.coordinator.control.expiry import expire_due_once
 from badgeline.coordinator.control.failover import FailoverController
 from badgeline.coordinator.control.lease_scanner import (
     LEASED_REPAIR_INTERVAL_S,
@@ -39,12 +42,14 @@ from badgeline.coordinator.control.retention import RetentionSweeper
 from badgeline.coordinator.control.routing import Router
 from badgeline.coordinator.control.upkeep import UpkeepLoop
 from badgeline.coordinator.control.wakeups import WakeHub
+from badgeline.coordinator.control.webhooks import Webhooks
 from badgeline.coordinator.store import Store
 from badgeline.coordinator.store.connection import RedisClient
 from badgeline.discovery.agents import AgentBrowser
 from badgeline.log import log_event
 
 UPKEEP_LOOPS = web.AppKey("upkeep_loops", list[UpkeepLoop])
+WEBHOOKS = web.AppKey("webhooks", Webhooks)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -75,7 +80,9 @@ def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Applica
         failover=FailoverController(store, settings),
         badge_checker=BadgeChecker(settings.artifact_max_bytes),
         audit_export=AuditExport(settings.audit_directory, settings.audit_file_max_bytes),
+        event_hub=EventHub(store.events),
     )
+    app[WEBHOOKS] = Webhooks(store.events, settings)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/v1/openapi.json", openapi)
     app.add_routes(kiosk.routes)
@@ -85,6 +92,7 @@ def create_app(settings: CoordinatorSettings, redis: RedisClient) -> web.Applica
     app.add_routes(printers.routes)
     app.add_routes(reports.routes)
     app.add_routes(reprint.routes)
+    events.install(app)
     metrics.install(app)
     dashboard.setup(app)
     enrolment.install(app)  # after the dashboard's session middleware: a cookie wins
@@ -99,6 +107,7 @@ async def _end_long_polls(app: web.Application) -> None:
     # Runs before aiohttp waits for open requests: a parked lease long-poll
     # would otherwise hold a SIGTERM for up to its whole `wait`.
     app[COORDINATOR].wakeups.end_waits()
+    app[COORDINATOR].event_hub.end_streams()  # event streams never end by themselves
 
 
 async def _background(app: web.Application) -> AsyncIterator[None]:
@@ -107,6 +116,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     # Before any request or loop: what a previous release wrote is read as this one writes.
     await coordinator.store.data_format.upgrade()
     await coordinator.wakeups.start()
+    await coordinator.event_hub.start()
     if settings.mdns:
         browser = AgentBrowser(interfaces=settings.mdns_interface_list())
         try:
@@ -126,15 +136,23 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
         UpkeepLoop("retention", RetentionSweeper(coordinator.store,
                                                  coordinator.audit_export).sweep_once,
                    settings.retention_sweep_interval_s),
+        UpkeepLoop("expiry", lambda: expire_due_once(coordinator.store),
+                   settings.expiry_sweep_interval_s),
+        UpkeepLoop("event_trim",
+                   lambda: coordinator.store.events.trim(settings.event_retention_s),
+                   EVENT_TRIM_INTERVAL_S),
     ]  # fmt: skip
     for loop in loops:
         loop.start()
     app[UPKEEP_LOOPS] = loops
+    await app[WEBHOOKS].start()
     app[METRICS].loop_lag.start()
     yield
     await app[METRICS].loop_lag.stop()
+    await app[WEBHOOKS].stop()
     for loop in loops:
         await loop.stop()
+    await coordinator.event_hub.stop()
     await coordinator.wakeups.stop()
     if coordinator.agent_browser is not None:
         await coordinator.agent_browser.stop()

@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     field_validator,
     model_validator,
 )
@@ -58,6 +59,44 @@ class TokenEntry(BaseModel):
         if self.role != "kiosk" and self.group is not None:
             raise ValueError(f"only kiosk tokens take group ({self.name!r})")
         return self
+
+
+class WebhookTarget(BaseModel):
+    """A receiver of job events by signed HTTP POST (docs/api.md, "Webhooks")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=POOL_NAME_PATTERN, description="names its delivery position")
+    url: str = Field(max_length=2048, description="http(s):// URL each event is POSTed to")
+    secret: SecretStr | None = Field(default=None, description="the HMAC-SHA256 key")
+    secret_file: Path | None = Field(default=None, description="a file holding the key")
+    kiosks: list[str] | None = Field(
+        default=None, description="only jobs these kiosk tokens submitted; unset: every job"
+    )
+
+    @field_validator("url")
+    @classmethod
+    def url_is_http(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        return url
+
+    @model_validator(mode="after")
+    def one_secret_of_16_or_more(self) -> WebhookTarget:
+        if (self.secret is None) == (self.secret_file is None):
+            raise ValueError(f"webhook {self.name!r}: set secret or secret_file (one of them)")
+        if self.secret_file is not None and not self.secret_file.is_file():
+            raise ValueError(f"webhook {self.name!r}: no file {self.secret_file} (secret_file)")
+        if len(self.secret_bytes()) < 16:
+            raise ValueError(f"webhook {self.name!r}: the secret needs 16 characters or more")
+        return self
+
+    def secret_bytes(self) -> bytes:
+        if self.secret is not None:
+            return self.secret.get_secret_value().encode("utf-8")
+        assert self.secret_file is not None  # one of the two, validated above
+        return self.secret_file.read_text(encoding="utf-8").strip().encode("utf-8")
 
 
 class CoordinatorSettings(BaseModel):
@@ -173,6 +212,19 @@ class CoordinatorSettings(BaseModel):
     # attempt back, so only refused guesses use up the allowance.
     credential_attempts_per_min: float = Field(default=6.0, gt=0, le=100_000)
     credential_attempts_burst: int = Field(default=10, ge=1, le=100_000)
+
+    # Job events and webhooks (docs/config.md, "Job events and webhooks"; store/events.py,
+    # control/event_hub.py, control/webhooks.py), and job deadlines (expire_after_s).
+    event_retention_s: int = Field(default=24 * 3600, ge=60, le=30 * 24 * 3600)
+    event_keepalive_s: float = Field(default=15.0, gt=0, le=300)
+    event_streams_per_caller: int = Field(default=8, ge=1, le=10_000)
+    webhooks: list[WebhookTarget] = Field(default_factory=list)
+    webhook_timeout_s: float = Field(default=10.0, gt=0, le=120)
+    webhook_max_attempts: int = Field(default=12, ge=1, le=100)
+    webhook_backoff_unit_s: float = Field(default=1.0, gt=0, le=600)
+    webhook_backoff_cap_s: float = Field(default=300.0, gt=0, le=6 * 3600)
+    webhook_concurrency: int = Field(default=8, ge=1, le=256)
+    expiry_sweep_interval_s: float = Field(default=1.0, gt=0, le=3600)
 
     @field_validator("tls_cert_file", "tls_key_file")
     @classmethod
@@ -292,6 +344,21 @@ class CoordinatorSettings(BaseModel):
                     f"({groups[entry.name]!r}, {entry.group!r}): give them one group"
                 )
             groups[entry.name] = entry.group
+        return self
+
+    @model_validator(mode="after")
+    def webhooks_name_known_kiosks(self) -> CoordinatorSettings:
+        # A typo in a name would deliver nothing, silently.
+        kiosks = {entry.name for entry in self.tokens if entry.role == "kiosk"}
+        names: set[str] = set()
+        for target in self.webhooks:
+            if target.name in names:
+                raise ValueError(f"two webhooks are named {target.name!r}: give each its own name")
+            names.add(target.name)
+            unknown = sorted(set(target.kiosks or ()) - kiosks)
+            if unknown:
+                raise ValueError(f"webhook {target.name!r} names kiosks no kiosk token has: "
+                                 f"{', '.join(unknown)}")  # fmt: skip
         return self
 
     @model_validator(mode="after")

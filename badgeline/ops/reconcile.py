@@ -53,6 +53,7 @@ def clean(answer: Any) -> bool:
 def render(answer: Any, args: argparse.Namespace) -> str:
     c = answer["counts"]
     summary = (f"accepted {c['accepted']}  printed {c['printed']}  canceled {c['canceled']}  "
+               f"expired {c.get('expired', 0)}  "  # 0 from a coordinator without deadlines
                f"failed {c['failed']}  open {c['open']}  unaccounted {c['unaccounted']}  "
                f"(shed at submission {c['shed']}, reprints {c['reprints']})")  # fmt: skip
     retired = _retired(answer)

@@ -30,7 +30,8 @@ def render(answer: Any, args: argparse.Namespace) -> str:
     t = answer["totals"]
     totals = (f"accepted {t['accepted']}  printed {t['printed']}  reprints {t['reprints']} "
               f"(rate {answer['reprint_rate']:.1%})  failed attempts {t['failed_attempts']}  "
-              f"shed {t['shed']}  canceled {t['canceled']}")  # fmt: skip
+              f"shed {t['shed']}  canceled {t['canceled']}  "
+              f"expired {t.get('expired', 0)}")  # fmt: skip
     reasons = [[r["count"], r["reason"]] for r in answer["failure_reasons"]]
     return "\n\n".join([
         section(f"badges printed by {answer['by']}:",

@@ -77,6 +77,9 @@ class LeasedPrintJob(PrintJob):
 
     model_config = ConfigDict(strict=False, extra="ignore")
 
+    # The deadline is the coordinator's to keep (it refuses a late start): not sent,
+    # so a job reaches every agent, older ones too, in the shape they know.
+    expire_after_s: int | None = Field(default=None, exclude=True)
     attempts: int = Field(default=0, description="failed attempts before this lease")
     possible_duplicate: bool = Field(
         default=False, description="an earlier lease of this job may have printed it"

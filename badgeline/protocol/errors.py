@@ -37,6 +37,9 @@ class ErrorCode(StrEnum):
     PRINTER_REJECTING = "printer_rejecting"
     NOT_MOVABLE = "not_movable"
     TARGET_UNAVAILABLE = "target_unavailable"
+    # GET /v1/events: the Last-Event-ID cannot be resumed from (malformed, never an
+    # event of this venue, or older than the stream keeps): nothing is streamed.
+    EVENT_ID_GONE = "event_id_gone"
 
 
 HTTP_STATUS: dict[ErrorCode, int] = {
@@ -66,6 +69,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
     ErrorCode.PRINTER_REJECTING: 409,
     ErrorCode.NOT_MOVABLE: 409,
     ErrorCode.TARGET_UNAVAILABLE: 409,
+    ErrorCode.EVENT_ID_GONE: 410,
 }
 
 

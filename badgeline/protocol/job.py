@@ -55,6 +55,20 @@ class PrintJob(BaseModel):
     printer_target: str = Field(pattern=PRINTER_TARGET_PATTERN, max_length=40)
     priority: int = Field(default=100, ge=0, le=1000)
     idempotency_key: str = Field(min_length=8, max_length=80, pattern=IDEMPOTENCY_KEY_PATTERN)
+    # Left out of the stored payload and its hash when unset (`payload_json`), so a job
+    # without a deadline is stored, deduplicated and leased as before this field.
+    expire_after_s: int | None = Field(
+        default=None,
+        gt=0,
+        description="seconds from acceptance: a job no printer has started by then becomes"
+        " `expired` and never prints; at most the coordinator's dedupe_window_s; unset, no"
+        " deadline",
+        examples=[3600],
+    )
+
+    def payload_json(self) -> str:
+        """The job as it is stored and leased: unset optional fields left out."""
+        return self.model_dump_json(exclude_none=True)
 
     @field_validator("badge_pdf_ref")
     @classmethod

@@ -97,6 +97,14 @@ class JobSummary(ResponseModel):
         " can print it; fix the badge and submit a new job",
     )
     prints: int = Field(description="physical prints reported by agents")
+    expire_after_s: int | None = Field(
+        default=None, description="the deadline the job was submitted with, if any"
+    )
+    expires_at: float | None = Field(
+        default=None,
+        description="Unix time (Redis clock) after which no printer may start it; none: no"
+        " deadline",
+    )
 
 
 class JobView(JobSummary):

@@ -16,9 +16,13 @@ class JobState(StrEnum):
     FAILED = "failed"
     PARKED = "parked"
     HELD = "held"
+    # Not started by its submitter's deadline (`expire_after_s`): never printed late.
+    EXPIRED = "expired"
 
 
-TERMINAL_STATES = frozenset({JobState.PRINTED, JobState.CANCELED, JobState.FAILED})
+TERMINAL_STATES = frozenset(
+    {JobState.PRINTED, JobState.CANCELED, JobState.FAILED, JobState.EXPIRED}
+)
 
 
 class AckResult(StrEnum):
@@ -45,6 +49,7 @@ class StartRefusal(StrEnum):
     LEASE_REVOKED = "lease_revoked"
     ALREADY_PRINTED = "already_printed"
     CANCELED = "canceled"
+    EXPIRED = "expired"
 
 
 class Confirmation(StrEnum):

@@ -21,6 +21,7 @@ from tests.cluster.conftest import MakeVenue, cluster_settings
 from tests.cluster.servers import LocalCluster
 from tests.conftest import OPERATOR_TOKEN, agent_token, auth
 from tests.coordinator import flows
+from tests.coordinator.sse import Stream
 from tests.helpers import job_body, wait_for
 
 Client = TestClient[Any, Any]
@@ -50,13 +51,17 @@ def _forget_scripts(cluster: LocalCluster) -> None:
 
 
 async def _core_flow(client: Client) -> None:
-    # submit → lease → start → ack
+    # submit → lease → start → ack, followed by a kiosk on the job events
+    events = Stream(await client.get("/v1/events", headers=flows.KIOSK))
     created = await flows.submit(client)
     leased = await flows.lease_one(client)
     assert leased["job_id"] == created["job_id"]
     await flows.start(client, created["job_id"], leased["lease_id"])
     await flows.ack(client, created["job_id"], leased["lease_id"])
     assert (await flows.get_job(client, created["job_id"]))["state"] == "printed"
+    told = [(e["job_id"], e["state"]) for e in await events.job_events(4)]
+    assert told == [(created["job_id"], s) for s in ("queued", "leased", "printing", "printed")]
+    events.response.close()
     # the same scan sent twice is one job
     body = job_body()
     first = await flows.expect(await client.post("/v1/jobs", json=body, headers=flows.KIOSK), 201)

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient
 from redis.asyncio import Redis
 from redis.crc import key_slot
 
 from badgeline.coordinator.app import create_app
-from badgeline.coordinator.config import CoordinatorSettings
+from badgeline.coordinator.config import CoordinatorSettings, WebhookTarget
 from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.coordinator.store.script_loader import LoadedScript, load_scripts
 from tests.coordinator import flows
@@ -95,9 +96,23 @@ async def _every_operation(client: Client) -> None:
     await flows.submit(client, printer_target="auto")  # routed by the route script
 
 
+@pytest.fixture
+async def webhook_url(aiohttp_server: Any) -> str:
+    """A webhook target that takes every event: the delivery scripts run too."""
+
+    async def take(request: web.Request) -> web.Response:
+        return web.Response()
+
+    app = web.Application()
+    app.router.add_post("/hook", take)
+    server = await aiohttp_server(app)
+    return str(server.make_url("/hook"))
+
+
 async def test_every_script_keeps_to_its_venues_slot(
-    redis: Redis, settings: CoordinatorSettings, aiohttp_client: Any, calls: list[Call]
-) -> None:
+    redis: Redis, settings: CoordinatorSettings, aiohttp_client: Any, calls: list[Call],
+    webhook_url: str,
+) -> None:  # fmt: skip
     # GIVEN two venues whose hash tags land in different slots
     venues = (settings.venue + "n", settings.venue + "s")
     slots = {venue: _slot(VenueKeys(venue).sequence) for venue in venues}
@@ -105,7 +120,8 @@ async def test_every_script_keeps_to_its_venues_slot(
     # (a tiny retention: the closed jobs leave Redis through the retention sweep)
     tuned = {"kiosk_rate_per_s": 1000.0, "heartbeat_interval_s": 30.0, "ack_grace_s": 0.1,
              "monitor_interval_s": 0.05, "lease_scan_interval_s": 0.05, "job_retention_s": 1,
-             "retention_sweep_interval_s": 0.05}  # fmt: skip
+             "retention_sweep_interval_s": 0.05, "expiry_sweep_interval_s": 0.05,
+             "webhooks": [WebhookTarget(name="crm", url=webhook_url, secret="s" * 16)]}  # fmt: skip
     # WHEN each venue's coordinator starts on a venue the previous release left
     # (its start upgrades the stored jobs) and runs every operation there is
     for venue in venues:

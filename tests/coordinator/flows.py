@@ -144,6 +144,7 @@ async def venue_snapshot(redis: Redis, venue: str) -> dict[str, Any]:
             "string": redis.get, "hash": redis.hgetall, "set": redis.smembers,
             "list": lambda k: redis.lrange(k, 0, -1),
             "zset": lambda k: redis.zrange(k, 0, -1, withscores=True),
+            "stream": lambda k: redis.xrange(k, "-", "+"),  # the job events
         }  # fmt: skip
         snapshot[key] = (kind, await readers[kind](key))
     return snapshot

@@ -53,7 +53,7 @@ async def test_stats_count_badges_by_printer_hour_and_source(venue: Venue) -> No
                                  {"source": "operator:ops", "printed": 1}]  # fmt: skip
     # AND the totals, the reprint rate and why prints failed
     assert by_printer["totals"] == {"accepted": 5, "printed": 4, "shed": 0, "canceled": 1,
-                                    "reprints": 1, "failed_attempts": 1}  # fmt: skip
+                                    "expired": 0, "reprints": 1, "failed_attempts": 1}  # fmt: skip
     assert by_printer["reprint_rate"] == 1 / 5
     assert by_printer["failure_reasons"] == [{"reason": "paper jam", "count": 1}]
     # AND the table says so too

@@ -53,6 +53,9 @@ async def redis_dump(redis: Redis, venue: str) -> list[bytes]:
             found += list(await redis.smembers(key))
         elif kind == "zset":
             found += [pair[0] for pair in await redis.zrange(key, 0, -1, withscores=True)]
+        elif kind == "stream":  # the job events
+            found += [item for entry_id, fields in await redis.xrange(key, "-", "+")
+                      for item in (entry_id, *fields.keys(), *fields.values())]  # fmt: skip
         else:
             raise AssertionError(f"{key!r} has a type this dump cannot read: {kind}")
     return [item if isinstance(item, bytes) else str(item).encode() for item in found]

@@ -61,6 +61,7 @@ POLICY: dict[Route, frozenset[str]] = {
     ("GET", "/v1/jobs/{job_id}"): FRONT,
     ("GET", "/v1/jobs"): FRONT,
     ("POST", "/v1/jobs/{job_id}/cancel"): FRONT,
+    ("GET", "/v1/events"): FRONT,
     ("POST", "/v1/agents/{printer_id}/heartbeat"): AGENTS,
     ("POST", "/v1/agents/{printer_id}/lease"): AGENTS,
     ("POST", "/v1/agents/{printer_id}/jobs/{job_id}/start"): AGENTS,

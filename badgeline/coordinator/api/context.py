@@ -11,6 +11,7 @@ from badgeline.coordinator.api.auth import Identity, TokenAuthority
 from badgeline.coordinator.config import CoordinatorSettings, Role
 from badgeline.coordinator.control.audit_export import AuditExport
 from badgeline.coordinator.control.badge_checks import BadgeChecker
+from badgeline.coordinator.control.event_hub import EventHub
 from badgeline.coordinator.control.failover import FailoverController
 from badgeline.coordinator.control.routing import Router
 from badgeline.coordinator.control.wakeups import WakeHub
@@ -28,6 +29,7 @@ class Coordinator:
     failover: FailoverController
     badge_checker: BadgeChecker
     audit_export: AuditExport  # where jobs that left Redis are read from (GET /v1/jobs/{id})
+    event_hub: EventHub  # this process's reader of the venue's job events (GET /v1/events)
     agent_browser: AgentBrowser | None = None
     # Set by a heartbeat that changed a printer's state, so the monitor acts now
     # instead of at its next tick.

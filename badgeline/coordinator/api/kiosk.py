@@ -45,6 +45,7 @@ class AttendeeQuery(PageQuery):
 async def submit_job(request: web.Request) -> web.Response:
     coordinator, identity = authenticate(request, "kiosk", "operator")
     job = await read_model(request, PrintJob)
+    _check_deadline(job, coordinator.settings.dedupe_window_s)
     route = coordinator.router.route(job.printer_target)
     cid = correlation_id(request)
     try:
@@ -83,6 +84,19 @@ async def submit_job(request: web.Request) -> web.Response:
         position=outcome.position, duplicate=outcome.duplicate, correlation_id=cid,
     )  # fmt: skip
     return json_response(body, status=200 if outcome.duplicate else 201)
+
+
+def _check_deadline(job: PrintJob, dedupe_window_s: int) -> None:
+    # A job that could still start after its key's dedupe window (counted from its
+    # closing) is not what a deadline is for; and a longer one is surely a typo.
+    if job.expire_after_s is not None and job.expire_after_s > dedupe_window_s:
+        raise BadgelineError(
+            ErrorCode.VALIDATION_FAILED,
+            f"expire_after_s is {job.expire_after_s}: at most the coordinator's dedupe window, "
+            f"{dedupe_window_s} s (dedupe_window_s); leave it out for no deadline",
+            fields=[{"loc": ["expire_after_s"],
+                     "msg": f"must be at most {dedupe_window_s} (dedupe_window_s)"}],
+        )  # fmt: skip
 
 
 def _key_taken(idempotency_key: str, identity: Identity, cid: str) -> BadgelineError:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from badgeline.coordinator.api import agent as api_agent
 from badgeline.coordinator.api import enrolment, reprint
 from badgeline.coordinator.api import kiosk as api_kiosk
+from badgeline.coordinator.api import events as api_events
 from badgeline.coordinator.api import ops as api_ops
 from badgeline.coordinator.api import printers as api_printers
 from badgeline.coordinator.api import reports as api_reports
@@ -81,6 +82,12 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("post", "/v1/jobs/{job_id}/cancel", "Cancel a job before it prints", KIOSK, None,
               {200: m.CancelResult, 409: m.ErrorBody},
               operation_id="cancel_job", tag="kiosk"),
+    Operation("get", "/v1/events",
+              "Job state changes as server-sent events (`event: job`, data: JobEvent), until"
+              " closed; resume with Last-Event-ID", KIOSK, None,
+              {200: "text/event-stream", 410: m.ErrorBody, 429: m.ErrorBody},
+              query_model=api_events.EventsQuery, long_lived=True,
+              operation_id="stream_job_events", tag="kiosk"),
     Operation("put", "/v1/artifacts/{name}", "Store a badge PDF under its SHA-256 (`<hex>.pdf`)",
               KIOSK, PDF, {201: pages.ArtifactStored, 200: pages.ArtifactStored, 415: m.ErrorBody,
                            422: m.ErrorBody},

@@ -62,6 +62,7 @@ KIOSK_ROUTES = frozenset({
     ("POST", "/v1/jobs/{job_id}/cancel"),
     ("PUT", "/v1/artifacts/{name}"),
     ("GET", "/v1/artifacts/{name}"),
+    ("GET", "/v1/events"),
 })  # fmt: skip
 
 

@@ -131,7 +131,7 @@ async def stats(request: web.Request) -> web.Response:
     query = query_model(request, StatsQuery)
     tallies = await coordinator.store.reports.tallies(query.by)
     totals, reasons = tallies.totals, tallies.failure_reasons
-    names = ("accepted", "printed", "shed", "canceled", "reprints", "failed_attempts")
+    names = ("accepted", "printed", "shed", "canceled", "expired", "reprints", "failed_attempts")
     accepted = totals.get("accepted", 0)
     key = STATS_KEY[query.by]  # an hour's label sorts as its time does
     page = page_of(_rows(query.by, tallies.by_dimension), lambda row: [row[key]],

@@ -32,7 +32,8 @@ routes = web.RouteTableDef()
 REPRINT_PRIORITY = 0
 # A reprint of a job that has not finished would put two badges in flight for
 # one request; the operator should cancel, drain or wait instead.
-REPRINTABLE = frozenset({JobState.PRINTED, JobState.FAILED, JobState.CANCELED})
+# An expired job is reprintable: the attendee came back after its deadline.
+REPRINTABLE = frozenset({JobState.PRINTED, JobState.FAILED, JobState.CANCELED, JobState.EXPIRED})
 
 
 class ReprintRequest(BaseModel):
@@ -54,8 +55,8 @@ async def _original(coordinator: Coordinator, job_id: str) -> JobView:
     if original.state not in REPRINTABLE:
         raise BadgelineError(
             ErrorCode.VALIDATION_FAILED,
-            f"job {job_id} is {original.state}: only a printed, failed or canceled job can be "
-            "reprinted; wait for it, or cancel it first",
+            f"job {job_id} is {original.state}: only a printed, failed, canceled or expired job "
+            "can be reprinted; wait for it, or cancel it first",
             fields=[{"loc": ["job_id"], "msg": f"job is {original.state}"}],
         )
     return original

@@ -42,6 +42,11 @@ PRINTER_COUNTERS = (
 VENUE_COUNTERS = (
     ("badgeline_jobs_accepted", "accepted", "Jobs accepted"),
     ("badgeline_jobs_canceled", "canceled", "Jobs canceled"),
+    (
+        "badgeline_jobs_expired",
+        "expired",
+        "Jobs expired: not started by the deadline they were submitted with (expire_after_s)",
+    ),
     ("badgeline_reprints", "reprints", "Reprints an operator asked for"),
 )
 

@@ -33,19 +33,20 @@ def reconcile_report(census: Census, deadline_s: float) -> dict[str, Any]:
         by_state[job.state] = by_state.get(job.state, 0) + 1
     failed = [j for j in census.jobs if j.state == "failed"]
     counts: dict[str, Any] = {name: totals.get(name, 0) for name in
-                              ("accepted", "printed", "canceled", "shed", "reprints")}  # fmt: skip
+                              ("accepted", "printed", "canceled", "expired", "shed",
+                               "reprints")}  # fmt: skip
     # Jobs that left Redis after their retention (retire-4.lua) are counted, not
-    # listed: printed and canceled ones are in those totals already; the failed
+    # listed: printed, canceled and expired ones are in those totals already; the failed
     # ones, and those printed more than once, are counted as they leave.
     retired = {name: totals.get(f"retired{suffix}", 0) for name, suffix in
                (("jobs", ""), ("failed", "_failed"), ("printed_more_than_once", "_printed_twice"),
                 ("possible_duplicates", "_possible_duplicates"))}  # fmt: skip
     counts.update(failed=len(failed) + retired["failed"], open=len(live), open_by_state=by_state,
                   retired=retired)  # fmt: skip
-    # Every accepted job is printed, canceled, failed or still open: anything
-    # else is a job lost, or a finish the tally missed. Must be 0.
+    # Every accepted job is printed, canceled, expired, failed or still open:
+    # anything else is a job lost, or a finish the tally missed. Must be 0.
     counts["unaccounted"] = (counts["accepted"] - counts["printed"] - counts["canceled"]
-                             - retired["failed"]
+                             - counts["expired"] - retired["failed"]
                              - sum(1 for j in failed + live if j.accepted))  # fmt: skip
     overdue = [j for j in live if now - j.created_ms >= deadline_s * 1000]
     return {

@@ -23,6 +23,7 @@ from badgeline.coordinator.store.access import (
     SessionRecords,
 )
 from badgeline.coordinator.store.connection import RedisClient
+from badgeline.coordinator.store.events import EventRecords
 from badgeline.coordinator.store.failovers import FailoverRecords
 from badgeline.coordinator.store.jobs import JobRecords
 from badgeline.coordinator.store.keys import VenueKeys
@@ -32,7 +33,7 @@ from badgeline.coordinator.store.reports import ReportQueries
 from badgeline.coordinator.store.retention import RetentionRecords
 from badgeline.coordinator.store.script_loader import load_scripts
 from badgeline.coordinator.store.upgrade import DataFormat
-from badgeline.coordinator.store.waiting import WaitingJobs
+from badgeline.coordinator.store.waiting import JobExpiry, WaitingJobs
 from badgeline.coordinator.store.wake_channel import WakeChannel
 
 STORE_UNAVAILABLE = (RedisConnectionError, RedisTimeoutError)
@@ -46,6 +47,8 @@ class Store:
         parts = (redis, settings, self.keys, load_scripts(redis))
         self.jobs = JobRecords(*parts)
         self.waiting = WaitingJobs(*parts)
+        self.expiry = JobExpiry(*parts)
+        self.events = EventRecords(*parts)
         self.leases = LeaseRecords(*parts)
         self.printers = PrinterRecords(*parts)
         self.failovers = FailoverRecords(*parts)

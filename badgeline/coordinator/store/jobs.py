@@ -31,8 +31,9 @@ _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 
 
 def payload_hash(job: PrintJob) -> str:
-    """The dedupe gate compares this: same key + same payload = the same job."""
-    canonical = _CANONICAL_JSON.encode(job.model_dump(mode="json"))
+    """The dedupe gate compares this: same key + same payload = the same job. Unset
+    optional fields are left out, so a job without them hashes as it always has."""
+    canonical = _CANONICAL_JSON.encode(job.model_dump(mode="json", exclude_none=True))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
@@ -130,7 +131,7 @@ class JobRecords(Records):
             ],
             [
                 k.prefix, job_id, payload_hash(job), self.settings.dedupe_window_s,
-                self.settings.high_water_mark, job.model_dump_json(), route.printer_id,
+                self.settings.high_water_mark, job.payload_json(), route.printer_id,
                 correlation_id, actor, reprint_of or "", k.wake_channel,
                 spill_to if isinstance(spill_to, str) else json.dumps(spill_to),
                 *route.script_args(), owner.kiosk, owner.group,
@@ -319,6 +320,7 @@ def job_view(fields: dict[Any, Any], history: list[Any], prints: int) -> JobView
             "failure_reason": f.get("failure_reason") or None,
             "failed_for_good": f.get("dead_reason") == "permanent",
             "prints": prints,
+            "expires_at": int(f["expires_ms"]) / 1000 if f.get("expires_ms") else None,
             "history": entries,
         }
     )

@@ -77,10 +77,29 @@ class VenueKeys:
     @property
     def closed(self) -> str:
         """Sorted set job_id -> when the job last entered a closed state (printed,
-        canceled, failed, dead-lettered; ms, Redis clock): the retention sweep's
+        canceled, failed, dead-lettered, expired; ms, Redis clock): the retention sweep's
         index (control/retention.py). transition() in includes/common.lua keeps it
         as prefix .. 'closed'."""
         return self.prefix + "closed"
+
+    @property
+    def expiring(self) -> str:
+        """Sorted set job_id -> deadline (ms, Redis clock) of the jobs submitted with
+        `expire_after_s` while they wait for a print to start (queued, leased,
+        retrying, parked). transition() in includes/common.lua keeps it as
+        prefix .. 'expiring'; expire_jobs-1.lua expires the due ones."""
+        return self.prefix + "expiring"
+
+    @property
+    def events(self) -> str:
+        """Stream of job events: one entry per state change, appended by transition()
+        in includes/common.lua (as prefix .. 'events') in the script that makes the
+        change. Fields: job_id, state, previous_state, at_ms, printer_id, attempts,
+        fence, possible_duplicate, created_ms, reason, failure_reason, kiosk,
+        kiosk_group, idempotency_key, expires_ms. Trimmed by age (event_retention_s,
+        store/events.py); each webhook target reads it through its own consumer
+        group, `webhook:<name>`."""
+        return self.prefix + "events"
 
     @property
     def failovers(self) -> str:

@@ -1,6 +1,6 @@
 """Jobs waiting for a printer, as an operator acts on them: move one to another
 printer or pool (`badgeline move`), cancel all of one printer's (`badgeline cancel
---printer P --all`).
+--printer P --all`); and as their deadline passes (expire_after_s: JobExpiry).
 
 Each is one Lua script call per job or batch (scripts/move_job-3.lua,
 cancel_waiting-1.lua), which refuses a job a printer has started: the scripts
@@ -23,6 +23,8 @@ from badgeline.protocol.errors import BadgelineError, ErrorCode
 # Jobs one cancel_waiting call cancels: a queue may hold up to 100 000 (high_water_mark),
 # and one script call holds every other client of Redis while it runs.
 CANCEL_BATCH = 200
+# Jobs one expiry sweep call expires; the sweep calls again while calls come back full.
+EXPIRE_BATCH = 200
 
 
 @dataclass(frozen=True)
@@ -97,3 +99,23 @@ def _move_refused(code: int, job_id: str, detail: str, source: str, route: Route
         extra={"job_id": job_id, "printer_id": route.printer_id,
                "reason": "dead" if code == -6 else "full"},
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExpiredJob:
+    job_id: str
+    printer_id: str
+    was: str  # the state it waited in
+    trace: JobTrace
+
+
+class JobExpiry(Records):
+    async def expire_due(self, actor: str, limit: int = EXPIRE_BATCH) -> list[ExpiredJob]:
+        """Expire the waiting jobs whose deadline (expire_after_s) has passed (one
+        script: expire_jobs-1.lua); the ones expired, with their traces."""
+        k = self.keys
+        reply = await self._run("expire_jobs", [k.expiring], [k.prefix, limit, actor])
+        return [
+            ExpiredJob(text(job_id), text(printer_id), text(was), JobTrace(text(key), text(cid)))
+            for job_id, printer_id, was, key, cid in reply
+        ]

@@ -18,6 +18,7 @@ from badgeline.coordinator.store.keys import VenueKeys
 from badgeline.coordinator.store.upgrade import DATA_FORMAT, DataFormatTooNew
 from badgeline.protocol.agent_models import HeartbeatRequest, PrinterHealthReport
 from tests.coordinator import flows
+from tests.coordinator.sse import stored_events
 from tests.coordinator.upgrade.recorded import RECORDED, restore_recorded_venue
 from tests.helpers import findings, wait_for
 
@@ -57,11 +58,13 @@ async def test_the_start_upgrades_every_job_and_each_reads_as_it_did(
         names = {name.decode() for name in fields}
         assert "payload" in names and not names & FORMAT_1_FIELDS, (job_id, names)
     assert await store.data_format.current() == DATA_FORMAT
-    # AND every job reads exactly as the previous release showed it
+    # AND every job reads exactly as the previous release showed it (recorded before
+    # deadlines existed: none has one)
     for job_id, recorded in RECORDED["views"].items():
         view = await store.jobs.get(job_id)
         assert view is not None
-        assert view.model_dump(mode="json", by_alias=True) == recorded
+        no_deadline = {"expire_after_s": None, "expires_at": None}
+        assert view.model_dump(mode="json", by_alias=True) == recorded | no_deadline
     # AND a second start (another replica, or a restart) changes nothing
     assert (await store.data_format.upgrade()).jobs_upgraded == 0
 
@@ -128,9 +131,16 @@ async def test_a_venue_upgraded_mid_event_prints_every_open_badge_once(
         else:
             assert (now["state"], now["prints"]) == ("printed", 1), (job_id, job, now)
             assert agents.badges[job_id] == 1, (job_id, job)
-    # AND the venue's own count agrees: nothing unaccounted, nothing printed twice
+    # AND the venue's own count agrees: nothing unaccounted, nothing printed twice,
+    # and nothing expired (the old release's jobs carry no deadline: they needed no upgrade)
     report = await flows.expect(await client.get("/v1/reconcile", headers=flows.OPERATOR), 200)
     assert report["counts"]["unaccounted"] == 0 and findings(report, "printed_more_than_once") == []
+    assert report["counts"]["expired"] == 0
+    # AND every change made since the upgrade is in the job events, as for a new job
+    printed_events = {fields["job_id"] for _, fields in
+                      await stored_events(redis, venue_settings.venue)
+                      if fields["state"] == "printed"}  # fmt: skip
+    assert printed_events == set(agents.badges)
 
 
 async def test_a_venue_written_by_a_newer_release_is_not_touched(

@@ -4,7 +4,7 @@ import { act, api } from "./api.js";
 import { cancelButton } from "./reports.js";
 
 // Hints only, the server decides: what the API accepts for a job in each state.
-const REPRINTABLE = new Set(["printed", "failed", "canceled"]);
+const REPRINTABLE = new Set(["printed", "failed", "canceled", "expired"]);
 const CANCELABLE = new Set(["queued", "leased", "dead_lettered", "held", "parked", "retrying"]);
 
 // Names one reprint the operator means to make. crypto.getRandomValues, not
@@ -36,6 +36,8 @@ function jobCard(job) {
       `${job.printer_id} · attempts ${job.attempts} · prints ${job.prints} · `
       + `created ${clock(job.created_at)}`
       + (job.reprint_of ? ` · reprint of ${job.reprint_of}` : "")
+      + (job.expires_at ? ` · ${job.state === "expired" ? "expired" : "expires"} `
+        + clock(job.expires_at) : "")
       + (job.possible_duplicate ? " · possible duplicate" : "")),
     table(["at", "transition", "actor", "reason"], history, "No history."),
     h("div", { class: "actions" },

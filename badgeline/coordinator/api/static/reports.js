@@ -108,6 +108,7 @@ export function renderReconcile(section) {
     { label: "printed", value: c.printed, className: "ok" },
     { label: "open", value: c.open, className: "open" },
     { label: "canceled", value: c.canceled, className: "muted" },
+    { label: "expired", value: c.expired || 0, className: "expired" },
     { label: "failed", value: c.failed, className: "bad" },
   ];
   const openStates = Object.entries(c.open_by_state || {})
@@ -176,6 +177,7 @@ export function renderStats(stats, byHour, rates, at) {
       tile("printed", count(t.printed)), tile("accepted", count(t.accepted)),
       tile("reprints", count(t.reprints), `${(100 * stats.reprint_rate).toFixed(1)} %`),
       tile("shed", count(t.shed)), tile("canceled", count(t.canceled)),
+      tile("expired", count(t.expired || 0)),
       tile("failed attempts", count(t.failed_attempts))),
     h("h3", { class: "minor" }, "Badges per hour"),
     columns(hours, { title: `badges printed per hour, last 12 hours: ${

@@ -97,6 +97,11 @@ redis.call('HSET', KEYS[2],
   'attempts', 0, 'fence', 0, 'possible_duplicate', 0, 'reprint_of', ARGV[10],
   'correlation_id', ARGV[8], 'source', ARGV[9], 'created_ms', now,
   'dedupe_window_s', ARGV[4], 'kiosk', ARGV[16], 'kiosk_group', ARGV[17])
+if payload.expire_after_s then
+  -- The deadline, on the Redis clock: no printer may start the job after it
+  -- (start-2.lua, lease-3.lua; expire_jobs-1.lua expires it). Unset: no field at all.
+  redis.call('HSET', KEYS[2], 'expires_ms', now + math.floor(tonumber(payload.expire_after_s) * 1000))
+end
 redis.call('SADD', KEYS[5], job_id)
 redis.call('SADD', KEYS[7], printer_id)
 

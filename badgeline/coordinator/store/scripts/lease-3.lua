@@ -22,7 +22,8 @@ end
 
 local ttl, max_jobs = tonumber(ARGV[4]), tonumber(ARGV[3])
 local leased = {}
--- An entry whose job is no longer `queued` is dropped here. Pop on past such
+-- An entry whose job is no longer `queued` is dropped here; a job past its deadline
+-- (expire_after_s) expires here instead of being leased. Pop on past such
 -- entries until the batch is full or the queue is empty: an empty answer must mean an
 -- empty queue, or the agent's long-poll parks while work is waiting (and enqueue
 -- publishes a wake-up only for a queue that was empty).
@@ -33,7 +34,11 @@ while #leased < max_jobs do
     local job_id = popped[i]
     local key = job_key(prefix, job_id)
     local state = redis.call('HGET', key, 'state')
-    if state == 'queued' then
+    if state == 'queued' and past_deadline(prefix, job_id, now) then
+      -- Its deadline passed before the expiry sweep came by: it is never handed out.
+      expire_job(prefix, job_id, 'queued', ARGV[6], now)
+      tally(prefix, job_id)
+    elseif state == 'queued' then
       local lease_id = ARGV[5] .. '-' .. (#leased + 1)
       redis.call('HSET', key, 'lease_id', lease_id, 'lease_expires_ms', now + ttl,
         'printer_id', printer_id)

@@ -31,7 +31,13 @@ local function claim_key(prefix, idempotency_key)
 end
 
 -- States after which a job does nothing more unless an operator redrives it.
-local CLOSED_STATES = {printed = true, canceled = true, failed = true, dead_lettered = true}
+local CLOSED_STATES = {printed = true, canceled = true, failed = true, dead_lettered = true,
+  expired = true}
+
+-- States of a job waiting for a print to start: a job with a deadline (expires_ms,
+-- from expire_after_s) sits in the expiring index (VenueKeys.expiring) while in
+-- one of them, and expires there once its deadline passes (expire_jobs-1.lua).
+local WAITING_STATES = {queued = true, leased = true, retrying = true, parked = true}
 
 -- A job's idempotency claim is set without an expiry (accept, redrive) and starts
 -- its dedupe window only here, when the job closes. Counted from acceptance, the
@@ -51,7 +57,9 @@ end
 -- Every change of a job's state goes through here. It also keeps each printer's
 -- set of leased (not yet granted) jobs, which routing counts as that printer's
 -- load: a prefetched job has left the queue but not joined the printing set.
--- Callers change a job's printer_id only after leaving `leased` (move_job).
+-- A caller that changes a job's printer_id while it is leased takes it out of the
+-- old printer's set first (move_job). It also keeps the expiring index and appends
+-- the job's event to the venue's stream.
 local function transition(prefix, job_id, from_state, to_state, actor, reason, now)
   if (from_state == 'leased') ~= (to_state == 'leased') then
     local printer_id = redis.call('HGET', job_key(prefix, job_id), 'printer_id')
@@ -80,6 +88,33 @@ local function transition(prefix, job_id, from_state, to_state, actor, reason, n
     -- it was: the claim is void, and the job stays for a later sweep.
     redis.call('HDEL', job_key(prefix, job_id), 'retire_claim')
   end
+  local f = redis.call('HMGET', job_key(prefix, job_id), 'printer_id', 'attempts', 'fence',
+    'possible_duplicate', 'created_ms', 'failure_reason', 'kiosk', 'kiosk_group', 'source',
+    'idempotency_key', 'expires_ms')
+  if f[11] then
+    if WAITING_STATES[to_state] then
+      redis.call('ZADD', prefix .. 'expiring', tonumber(f[11]), job_id)
+    else
+      -- Printing, held or closed: the scripts that put it back in a waiting
+      -- state come through here again and re-arm it.
+      redis.call('ZREM', prefix .. 'expiring', job_id)
+    end
+  end
+  -- The venue's job events (VenueKeys.events): one entry per change, written in
+  -- the step that makes the change, so every reader of the stream (each replica's
+  -- GET /v1/events, the webhooks) sees each change once and in order. Every entry
+  -- has the same fields, which a stream stores once per block of entries.
+  local kiosk = f[7]
+  if not kiosk then  -- accepted before submitters were recorded: `source` names the kiosk
+    local source = f[9] or ''
+    kiosk = string.sub(source, 1, 6) == 'kiosk:' and string.sub(source, 7) or ''
+  end
+  redis.call('XADD', prefix .. 'events', '*', 'job_id', job_id, 'state', to_state,
+    'previous_state', from_state or '', 'at_ms', now, 'printer_id', f[1] or '',
+    'attempts', f[2] or '0', 'fence', f[3] or '0', 'possible_duplicate', f[4] or '0',
+    'created_ms', f[5] or now, 'reason', reason or '', 'failure_reason', f[6] or '',
+    'kiosk', kiosk, 'kiosk_group', f[8] or '', 'idempotency_key', f[10] or '',
+    'expires_ms', f[11] or '')
 end
 
 -- Only a queue that was empty can have a long-poll parked on it: the lease script
@@ -177,11 +212,15 @@ end
 -- (so it keeps its place in priority-then-arrival order).
 local function move_job(prefix, job_id, from_state, target, actor, reason, now, wake_channel)
   local key = job_key(prefix, job_id)
-  local score = tonumber(redis.call('HGET', key, 'score'))
-  -- Leave the old printer (its leased set) before taking the new printer id.
-  transition(prefix, job_id, from_state, 'queued', actor, reason, now)
+  local f = redis.call('HMGET', key, 'score', 'printer_id')
+  -- Leave the old printer (its leased set) before taking the new printer id, and take
+  -- it before the transition, whose event names the printer the job is queued on.
+  if from_state == 'leased' and f[2] then
+    redis.call('SREM', leased_key(prefix, f[2]), job_id)
+  end
   redis.call('HSET', key, 'printer_id', target, 'lease_id', '')
-  enqueue(prefix, job_id, target, score, wake_channel)
+  transition(prefix, job_id, from_state, 'queued', actor, reason, now)
+  enqueue(prefix, job_id, target, tonumber(f[1]), wake_channel)
 end
 
 local function park_job(prefix, job_id, from_state, actor, reason, now)
@@ -189,4 +228,29 @@ local function park_job(prefix, job_id, from_state, actor, reason, now)
   redis.call('ZADD', prefix .. 'parked', score, job_id)
   redis.call('HSET', job_key(prefix, job_id), 'lease_id', '')
   transition(prefix, job_id, from_state, 'parked', actor, reason, now)
+end
+
+-- Whether the job's deadline (expire_after_s) has passed: no printer may start it.
+local function past_deadline(prefix, job_id, now)
+  local expires = tonumber(redis.call('HGET', job_key(prefix, job_id), 'expires_ms') or '')
+  return expires ~= nil and expires <= now
+end
+
+-- A waiting job whose deadline passed: out of the place it waits in, then `expired`
+-- (closed: it never prints). Callers count it into the reports (tally) after.
+local function expire_job(prefix, job_id, from_state, actor, now)
+  local key = job_key(prefix, job_id)
+  if from_state == 'queued' then
+    redis.call('ZREM', queue_key(prefix, redis.call('HGET', key, 'printer_id') or ''), job_id)
+  elseif from_state == 'leased' then
+    redis.call('ZREM', prefix .. 'leases', job_id)
+  elseif from_state == 'retrying' then
+    redis.call('ZREM', prefix .. 'retry', job_id)
+  elseif from_state == 'parked' then
+    redis.call('ZREM', prefix .. 'parked', job_id)
+  end
+  redis.call('HSET', key, 'lease_id', '')
+  local payload = job_payload(key)
+  transition(prefix, job_id, from_state, 'expired', actor,
+    'not started within expire_after_s (' .. tostring(payload.expire_after_s) .. ' s)', now)
 end

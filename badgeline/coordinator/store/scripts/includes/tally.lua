@@ -1,6 +1,6 @@
 -- Count one job into the operator's reports, from the job's current state:
 -- accepted, shed, printed (by printer, hour and source), failed attempts (by
--- printer and reason), canceled; and index it when it is flagged a possible
+-- printer and reason), canceled, expired; and index it when it is flagged a possible
 -- duplicate or held for an operator. The scripts that change what a report
 -- counts (accept, ack, cancel, redrive) call it before they return, inside
 -- their own atomic step, so a report can never miss a change whose request
@@ -27,7 +27,7 @@ local function tally(prefix, job_id)
   local f = redis.call('HMGET', job, 'state', 'created_ms', 'printed_ms', 'printed_by',
     'source', 'reprint_of', 'dead_reason', 'failed_lease', 'last_error', 'printer_id',
     'possible_duplicate', 'tally_accepted', 'tally_shed', 'tally_printed', 'tally_failed_lease',
-    'tally_canceled', 'failure_reason')
+    'tally_canceled', 'failure_reason', 'tally_expired')
   local state = f[1]
   if not state then
     return {0, 0, 0}
@@ -65,6 +65,11 @@ local function tally(prefix, job_id)
       redis.call('HSET', job, 'tally_canceled', 0)
       redis.call('HINCRBY', totals, 'canceled', -1)
     end
+    -- The same for an expired job whose earlier attempt reports its print late.
+    if f[18] == '1' then
+      redis.call('HSET', job, 'tally_expired', 0)
+      redis.call('HINCRBY', totals, 'expired', -1)
+    end
   end
 
   -- Each failed attempt leaves its lease in failed_lease: count each lease once.
@@ -88,6 +93,10 @@ local function tally(prefix, job_id)
   if state == 'canceled' and accepted and f[16] ~= '1' then
     redis.call('HSET', job, 'tally_canceled', 1)
     redis.call('HINCRBY', totals, 'canceled', 1)
+  end
+  if state == 'expired' and accepted and f[18] ~= '1' then
+    redis.call('HSET', job, 'tally_expired', 1)
+    redis.call('HINCRBY', totals, 'expired', 1)
   end
   if f[11] == '1' then
     redis.call('SADD', prefix .. 'possible_duplicates', job_id)
