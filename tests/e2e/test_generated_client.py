@@ -3,8 +3,8 @@
 `openapi-python-client` (the dev extra) generates a package from the running
 coordinator's `/v1/openapi.json`, once for this module and failing on any warning
 (an operation it would skip, a body it cannot type). The test imports it and, as
-a kiosk integrator would, uploads a badge, submits it and follows the job until
-it is printed; the emulator counts the badge. Each step uses the generated client
+a kiosk integrator would, uploads a badge, submits it and follows the job's events
+until it is printed; the emulator counts the badge. Each step uses the generated client
 only, no hand-written HTTP, and is its own function, so that a step (following
 the job's events) can be put beside the others.
 """
@@ -100,6 +100,29 @@ class Kiosk:
         job_id: str = answer.parsed.job_id
         return job_id
 
+    def submit_and_follow(self, attendee_id: str, ref: str, state: str) -> tuple[str, list[Any]]:
+        """Submit with the event stream (GET /v1/events) already open, as a kiosk
+        follows its jobs; the job's events up to `state`, read with the generated
+        JobEvent model over the generated client's own connection.
+
+        The generator writes no code for a server-sent stream: a client reads its
+        lines itself, each `data:` a JobEvent of the document's components."""
+        job_event = generated_module("models").JobEvent
+        seen: list[Any] = []
+        http = self.session.get_httpx_client()
+        with http.stream("GET", "/v1/events", timeout=PRINTED_WITHIN_S) as stream:
+            assert stream.status_code == 200, stream.read()
+            job_id = self.submit(attendee_id, ref, "printer-a")
+            for line in stream.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                event = job_event.from_dict(json.loads(line.removeprefix("data:")))
+                if event.job_id == job_id:
+                    seen.append(event)
+                    if str(event.state) == state:
+                        return job_id, seen
+        raise AssertionError(f"the stream ended before {job_id} was {state}: {seen}")
+
     def job(self, job_id: str) -> Any:
         return self.call("kiosk", "get_job", job_id=job_id).parsed
 
@@ -129,13 +152,16 @@ def test_a_generated_client_uploads_submits_and_follows_a_badge_to_paper(
     # GIVEN the generated client, as a kiosk
     attendee_id = "A-GEN-" + secrets.token_hex(3)
     pdf = sample_badge_pdf(attendee_id, "Grace Generated", "Client Code Ltd")
-    # WHEN it uploads the badge, submits it and polls the job
+    # WHEN it uploads the badge, submits it, follows its events to printed, and reads it
     ref = kiosk.upload(pdf)
-    job_id = kiosk.submit(attendee_id, ref, "printer-a")
+    job_id, events = kiosk.submit_and_follow(attendee_id, ref, "printed")
     job = kiosk.wait_until_printed(job_id)
     # THEN the job is printed once, and the emulator has the badge, once
     assert (job.job_id, job.prints, job.badge_pdf_ref) == (job_id, 1, ref)
     assert [entry.to for entry in job.history][-1] == "printed"
+    # AND the events it read are the job's life, in order, each once
+    assert [str(e.state) for e in events] == [entry.to for entry in job.history]
+    assert len({e.id for e in events}) == len(events)
     wait_until(lambda: prints_by_job(healthy_fleet)[job_id] == 1, PRINTED_WITHIN_S,
                f"{job_id} at the emulator")  # fmt: skip
     # AND the client reads the badge back as the bytes it sent

@@ -85,7 +85,9 @@ def test_a_reprint_of_a_job_still_waiting_is_refused_with_the_coordinator_s_reas
     status = kiosk.wait(kiosk.reprint(scan, "impatient"), 10)
     # THEN the reprint is refused, saying why, and the scan goes on as it was
     assert (status.delivery, status.error_code) == (Delivery.REFUSED, "validation_failed")
-    assert "only a printed, failed or canceled job can be reprinted" in (status.error_message or "")
+    assert "only a printed, failed, canceled or expired job can be reprinted" in (
+        status.error_message or ""
+    )
 
 
 def test_there_is_nothing_to_reprint_before_the_scan_is_delivered(

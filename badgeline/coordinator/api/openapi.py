@@ -32,6 +32,7 @@ from badgeline.coordinator.api.openapi_operations import (
 )
 from badgeline.coordinator.api.ratelimit import KIOSK_ROUTES, LEASE_ROUTE
 from badgeline.protocol import models as m
+from badgeline.protocol.events import JobEvent
 
 _PATH_PARAM = re.compile(r"\{(\w+)\}")
 _PARAM_SCHEMAS = {
@@ -106,11 +107,20 @@ def build_openapi(routes: tuple[tuple[str, str], ...] | None = None) -> dict[str
 
 
 def _schemas(operations: list[Operation]) -> tuple[dict[Any, Any], dict[str, Any]]:
-    models: set[type[BaseModel]] = {_ERROR}
+    # A model as a client sends it (validation) where it is a request body, as the
+    # coordinator answers it (serialization) where it is a response: only a model that is
+    # both, and differs between the two, gets two schemas (pydantic's -Input/-Output).
+    requests: set[type[BaseModel]] = set()
+    # JobEvent is no body: it is each `data:` of the event stream and each webhook's
+    # body, named here so a generated client has the model to read them with.
+    responses: set[type[BaseModel]] = {_ERROR, JobEvent}
     for op in operations:
-        models |= {body for body in [op.request, *op.responses.values()] if isinstance(body, type)}
+        if isinstance(op.request, type):
+            requests.add(op.request)
+        responses |= {body for body in op.responses.values() if isinstance(body, type)}
     keys: list[tuple[type[BaseModel], JsonSchemaMode]] = [
-        (model, mode) for model in models for mode in ("validation", "serialization")
+        *((model, "validation") for model in requests),
+        *((model, "serialization") for model in responses),
     ]
     return models_json_schema(keys, ref_template="#/components/schemas/{model}")
 

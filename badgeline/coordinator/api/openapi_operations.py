@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 from badgeline.coordinator.api import agent as api_agent
 from badgeline.coordinator.api import enrolment, reprint
-from badgeline.coordinator.api import kiosk as api_kiosk
 from badgeline.coordinator.api import events as api_events
+from badgeline.coordinator.api import kiosk as api_kiosk
 from badgeline.coordinator.api import ops as api_ops
 from badgeline.coordinator.api import printers as api_printers
 from badgeline.coordinator.api import reports as api_reports
@@ -83,8 +83,8 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: m.CancelResult, 409: m.ErrorBody},
               operation_id="cancel_job", tag="kiosk"),
     Operation("get", "/v1/events",
-              "Job state changes as server-sent events (`event: job`, data: JobEvent), until"
-              " closed; resume with Last-Event-ID", KIOSK, None,
+              "Job state changes as server-sent events (`event: job`, each `data:` a JobEvent"
+              " of components/schemas), until closed; resume with Last-Event-ID", KIOSK, None,
               {200: "text/event-stream", 410: m.ErrorBody, 429: m.ErrorBody},
               query_model=api_events.EventsQuery, long_lived=True,
               operation_id="stream_job_events", tag="kiosk"),
