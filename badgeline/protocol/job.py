@@ -34,10 +34,10 @@ PDF_REF_PATTERN = (
 )
 
 
-class PrintJob(BaseModel):
-    """What a kiosk submits: one badge for one attendee on one target."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", str_strip_whitespace=True)
+class JobFields(BaseModel):
+    """A job's fixed fields, declared once: a submission checks them (PrintJob), every
+    view of a job shows them (protocol/models.JobSummary), the agent receives them
+    (agent_models.LeasedPrintJob)."""
 
     attendee_id: str = Field(min_length=4, max_length=48, pattern=ATTENDEE_ID_PATTERN)
     badge_pdf_ref: str = Field(
@@ -65,6 +65,12 @@ class PrintJob(BaseModel):
         " deadline",
         examples=[3600],
     )
+
+
+class PrintJob(JobFields):
+    """What a kiosk submits: one badge for one attendee on one target."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", str_strip_whitespace=True)
 
     def payload_json(self) -> str:
         """The job as it is stored and leased: unset optional fields left out."""

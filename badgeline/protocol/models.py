@@ -34,7 +34,7 @@ from badgeline.protocol.ids import (
     PRINTER_ID_PATTERN,
     PRINTER_TARGET_PATTERN,
 )
-from badgeline.protocol.job import PDF_REF_SCHEMES, PrintJob
+from badgeline.protocol.job import PDF_REF_SCHEMES, JobFields, PrintJob
 from badgeline.protocol.states import JobState
 
 PrinterId = Annotated[str, Field(pattern=PRINTER_ID_PATTERN)]
@@ -71,17 +71,15 @@ class HistoryEntry(ResponseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
 
-class JobSummary(ResponseModel):
-    """A job without its history (a queue's page lists these)."""
+class JobSummary(JobFields, ResponseModel):
+    """A job without its history (a queue's page lists these): the job as it was
+    submitted (JobFields), and its life so far."""
+
+    model_config = ConfigDict(extra="forbid")
 
     job_id: str
     state: JobState
-    attendee_id: str
-    badge_pdf_ref: str
-    printer_target: str
     printer_id: str
-    priority: int
-    idempotency_key: str
     attempts: int
     possible_duplicate: bool
     reprint_of: str | None
@@ -97,9 +95,6 @@ class JobSummary(ResponseModel):
         " can print it; fix the badge and submit a new job",
     )
     prints: int = Field(description="physical prints reported by agents")
-    expire_after_s: int | None = Field(
-        default=None, description="the deadline the job was submitted with, if any"
-    )
     expires_at: float | None = Field(
         default=None,
         description="Unix time (Redis clock) after which no printer may start it; none: no"
