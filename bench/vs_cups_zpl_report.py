@@ -99,6 +99,12 @@ def report_drains(ms: int, phases: list[Phase]) -> None:
             print(f"  {phase.system} at {ms} ms: answers {dict(phase.statuses)}, "
                   f"{labels_out(phase)} out for {phase.jobs}, {extra} twice")  # fmt: skip
     for phase in phases:
+        # Where a drain's time goes besides the printing: the wait for each printer's
+        # first label, and an uneven share of the badges between the printers.
+        t0 = phase.first_submit
+        spans = ", ".join(f"{n} {a - t0:.2f}-{b - t0:.2f}" for n, a, b in phase.per_printer)
+        print(f"  {phase.system} at {ms} ms, labels per printer, first-last out (s): {spans}")
+    for phase in phases:
         print(f"  CPU s of {phase.system}'s phase at {ms} ms: "
               + ", ".join(f"{name} {cpu:.1f}" for name, cpu in phase.cpu_s.items()))  # fmt: skip
 
