@@ -18,6 +18,14 @@ buffer). Every outcome but PRINTED leaves the badge `uncertain`.
 `~HS` goes unanswered in media out, ribbon out and head open (status.py); a
 silent `~HS` is followed by one `~HQES`, and only a printer that answers
 neither is silent.
+
+With several labels in flight (`print_pipeline_depth`), the next one waits in
+the printer's buffer while one prints, so the printer does not idle between
+them. `~HS` cannot tell the labels apart, but it need not: an answer showing
+nothing left, to a question asked after the last label sent, says every
+label before it is out. So the labels in flight are confirmed together, once
+the printer has printed them all; until then every answer counts at least the
+last one as waiting or printing.
 """
 
 from __future__ import annotations
