@@ -1,8 +1,8 @@
 """badgeline beside CUPS's own Zebra driver, in one run: the same badge PDFs to the same
 Zebra (ZPL) emulators.
 
-    .venv/bin/python bench/vs_cups.py --language zpl [--jobs 120] [--slow-jobs 24]
-        [--rounds 2] [--printers 4] [--slow-ms 1500] [--latency-samples 5]
+    .venv/bin/python bench/vs_cups.py --language zpl [--jobs 120] [--slow-jobs 48]
+        [--rounds 3] [--printers 4] [--slow-ms 1500] [--latency-samples 5]
         [--distinct-badges 20] [--concurrency 8] [--out DIR] [--nice -10] [--keep DIR]
 
 Needs Debian's CUPS with its filters (`apt-get install --no-install-recommends cups
@@ -288,9 +288,9 @@ async def run(args: argparse.Namespace, root: Path, out: Path) -> tuple[Results,
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--jobs", type=int, default=120, help="badges per phase, zero delay")
-    parser.add_argument("--slow-jobs", type=int, default=24, help="badges per phase, slow")
+    parser.add_argument("--slow-jobs", type=int, default=48, help="badges per phase, slow")
     parser.add_argument("--slow-ms", type=int, default=1500, help="the slow printers' ms/label")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds, systems alternating")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds, systems alternating")
     parser.add_argument("--printers", type=int, default=4, help="ZPL emulators")
     parser.add_argument("--concurrency", type=int, default=8, help="parallel kiosk clients")
     parser.add_argument("--distinct-badges", type=int, default=20, help="distinct badge PDFs")
