@@ -317,13 +317,17 @@ def start_everything(root: Path, args: argparse.Namespace) -> Bench:
     bench = Bench(args, venue, cups, relays, pdfs, [], escpos)
     print("starting the venue (coordinator, Redis, 4 emulators, 4 agents) and cupsd ...",
           flush=True)  # fmt: skip
-    venue.start()
-    for printer_id in PRINTERS:
-        venue.set_speed(printer_id, args.ms_per_badge)
-    cups.start()
-    for number, printer_id in enumerate(PRINTERS):
-        cups.add_raw_socket_printer(printer_id, relays.ports[number], CUPS_CLASS)
-    cups.enable(CUPS_CLASS)
+    try:
+        venue.start()
+        for printer_id in PRINTERS:
+            venue.set_speed(printer_id, args.ms_per_badge)
+        cups.start()
+        for number, printer_id in enumerate(PRINTERS):
+            cups.add_raw_socket_printer(printer_id, relays.ports[number], CUPS_CLASS)
+        cups.enable(CUPS_CLASS)
+    except BaseException:
+        stop_everything(bench, venue)  # what did start must not outlive a failed start
+        raise
     bench.refs = [hashlib.sha256(pdf).hexdigest() + ".pdf" for pdf in pdfs]
     return bench
 

@@ -227,13 +227,17 @@ def start_everything(root: Path, args: argparse.Namespace) -> Bench:
     bench = Bench(args, venue, cups, printers, pdfs)
     print(f"starting the venue (coordinator, Redis, {len(printers)} ZPL emulators and agents)"
           " and cupsd ...", flush=True)  # fmt: skip
-    venue.start()
-    cups.start()
-    for printer_id in printers:
-        port = venue.printers[printer_id].port
-        cups.add_driver_printer(f"cups-{printer_id}", port, CUPS_CLASS, CUPS_DRIVER,
-                                *CUPS_OPTIONS)  # fmt: skip
-    cups.enable(CUPS_CLASS)
+    try:
+        venue.start()
+        cups.start()
+        for printer_id in printers:
+            port = venue.printers[printer_id].port
+            cups.add_driver_printer(f"cups-{printer_id}", port, CUPS_CLASS, CUPS_DRIVER,
+                                    *CUPS_OPTIONS)  # fmt: skip
+        cups.enable(CUPS_CLASS)
+    except BaseException:
+        stop_everything(bench, venue)  # what did start must not outlive a failed start
+        raise
     bench.refs = [hashlib.sha256(pdf).hexdigest() + ".pdf" for pdf in pdfs]
     return bench
 
