@@ -3,12 +3,16 @@
 `PrivateCupsd` runs Debian's `cupsd` in the foreground with its own
 cups-files.conf and cupsd.conf in a temporary directory: its own spool, state,
 logs and port on 127.0.0.1, no browsing, no web interface, no job history, no
-job limit. The system's CUPS (if any) is neither used nor touched. Raw
-`socket://` queues are added with `lpadmin` against that port.
+job limit. The system's CUPS (if any) is neither used nor touched. Queues
+are added with `lpadmin` against that port: raw `socket://` queues, or queues
+with one of CUPS's own drivers (a PPD it generates from a `.drv` file, e.g.
+`drv:///sample.drv/zebra.ppd`, the ZPL driver `rastertolabel`).
 
-`print_job` sends an IPP Print-Job (RFC 8011) with `document-format
-application/vnd.cups-raw`, i.e. what `lp -o raw` does, from an aiohttp session,
-so that many jobs can be submitted in parallel without a process per job.
+`print_job` sends an IPP Print-Job (RFC 8011) from an aiohttp session, so that
+many jobs can be submitted in parallel without a process per job: with
+`document-format application/vnd.cups-raw` (the default) it is what
+`lp -o raw` does; with `application/pdf`, what `lp badge.pdf` does (CUPS
+converts and rasterises the PDF through the queue's filters).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ _request_ids = itertools.count(1)
 
 
 def missing_tools() -> list[str]:
-    return [tool for tool in ("cupsd", "lpadmin", "cupsenable", "cupsaccept")
+    return [tool for tool in ("cupsd", "lpadmin", "cupsenable", "cupsaccept", "lpstat", "cancel")
             if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]  # fmt: skip
 
 
@@ -61,6 +65,9 @@ class PrivateCupsd:
     def _write_config(self) -> tuple[Path, Path]:
         for sub in ("spool", "tmp", "cache", "state", "log"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
+        # Filters run as user lp and write their temporary files here (Ghostscript
+        # rasterising a PDF does): sticky and open to all, as /tmp is.
+        (self.root / "tmp").chmod(0o1777)
         files = self.root / "cups-files.conf"
         files.write_text("\n".join([
             f"ServerRoot {self.root}", f"RequestRoot {self.root / 'spool'}",
@@ -123,6 +130,28 @@ class PrivateCupsd:
         if class_name:
             self.admin("lpadmin", "-p", name, "-c", class_name)
 
+    def add_driver_printer(
+        self, name: str, port: int, class_name: str | None, model: str, *options: str
+    ) -> None:
+        """A queue with one of CUPS's own drivers (`lpadmin -m model`, e.g.
+        `drv:///sample.drv/zebra.ppd`) sending to 127.0.0.1:port; `options` are the
+        queue's defaults (`PageSize=w288h216`)."""
+        defaults = [argument for option in options for argument in ("-o", option)]
+        self.admin("lpadmin", "-p", name, "-E", "-v", f"socket://127.0.0.1:{port}",
+                   "-m", model, *defaults)  # fmt: skip
+        if class_name:
+            self.admin("lpadmin", "-p", name, "-c", class_name)
+
+    def pending_jobs(self) -> int:
+        """Jobs not yet completed (held, pending or processing), from `lpstat -o`."""
+        env = {**os.environ, "CUPS_SERVER": self.server}
+        listing = subprocess.run([_tool("lpstat"), "-o"], env=env, capture_output=True,
+                                 text=True, check=False)  # fmt: skip
+        return len(listing.stdout.splitlines())
+
+    def cancel_all(self) -> None:
+        self.admin("cancel", "-a")
+
     def enable(self, name: str) -> None:
         self.admin("cupsenable", name)
         self.admin("cupsaccept", name)
@@ -144,7 +173,12 @@ def _attribute(tag: int, name: str, value: str) -> bytes:
             + struct.pack(">H", len(raw_value)) + raw_value)  # fmt: skip
 
 
-def print_job_request(printer_uri: str, job_name: str, document: bytes) -> bytes:
+RAW = "application/vnd.cups-raw"
+
+
+def print_job_request(
+    printer_uri: str, job_name: str, document: bytes, document_format: str = RAW
+) -> bytes:
     header = struct.pack(">BBHI", 2, 0, _PRINT_JOB, next(_request_ids))
     attributes = b"".join([
         bytes([_OPERATION_ATTRIBUTES]),
@@ -153,18 +187,22 @@ def print_job_request(printer_uri: str, job_name: str, document: bytes) -> bytes
         _attribute(_TAG_URI, "printer-uri", printer_uri),
         _attribute(_TAG_NAME, "requesting-user-name", "bench"),
         _attribute(_TAG_NAME, "job-name", job_name),
-        _attribute(_TAG_MIME, "document-format", "application/vnd.cups-raw"),
+        _attribute(_TAG_MIME, "document-format", document_format),
         bytes([_END_OF_ATTRIBUTES]),
     ])  # fmt: skip
     return header + attributes + document
 
 
 async def print_job(
-    session: aiohttp.ClientSession, queue_url: str, job_name: str, document: bytes
+    session: aiohttp.ClientSession,
+    queue_url: str,
+    job_name: str,
+    document: bytes,
+    document_format: str = RAW,
 ) -> int:
-    """Submit one raw job; returns the IPP status code (0 = successful-ok)."""
+    """Submit one job; returns the IPP status code (0 = successful-ok)."""
     printer_uri = queue_url.replace("http://", "ipp://", 1)
-    body = print_job_request(printer_uri, job_name, document)
+    body = print_job_request(printer_uri, job_name, document, document_format)
     async with session.post(queue_url, data=body,
                             headers={"Content-Type": "application/ipp"}) as response:  # fmt: skip
         reply = await response.read()

@@ -3,7 +3,9 @@
     .venv/bin/python bench/vs_cups.py [--jobs 2000] [--concurrency 16] [--rounds 1]
         [--distinct-badges 50] [--ms-per-badge 0] [--pipeline-depth N] [--nice -10] [--keep DIR]
 
-Quick check: `--jobs 200`. Needs Debian's CUPS (`apt-get install --no-install-recommends
+Quick check: `--jobs 200`. `--language zpl` runs the label printer mode instead
+(bench/vs_cups_zpl.py: CUPS's own Zebra driver on PDFs beside badgeline's ZPL agents,
+its own options). Needs Debian's CUPS (`apt-get install --no-install-recommends
 cups cups-client`); the bench starts a private cupsd of its own and never the system's.
 
 Both systems print to the same four printer emulators (`badgeline emulator`), each
@@ -315,13 +317,17 @@ def start_everything(root: Path, args: argparse.Namespace) -> Bench:
     bench = Bench(args, venue, cups, relays, pdfs, [], escpos)
     print("starting the venue (coordinator, Redis, 4 emulators, 4 agents) and cupsd ...",
           flush=True)  # fmt: skip
-    venue.start()
-    for printer_id in PRINTERS:
-        venue.set_speed(printer_id, args.ms_per_badge)
-    cups.start()
-    for number, printer_id in enumerate(PRINTERS):
-        cups.add_raw_socket_printer(printer_id, relays.ports[number], CUPS_CLASS)
-    cups.enable(CUPS_CLASS)
+    try:
+        venue.start()
+        for printer_id in PRINTERS:
+            venue.set_speed(printer_id, args.ms_per_badge)
+        cups.start()
+        for number, printer_id in enumerate(PRINTERS):
+            cups.add_raw_socket_printer(printer_id, relays.ports[number], CUPS_CLASS)
+        cups.enable(CUPS_CLASS)
+    except BaseException:
+        stop_everything(bench, venue)  # what did start must not outlive a failed start
+        raise
     bench.refs = [hashlib.sha256(pdf).hexdigest() + ".pdf" for pdf in pdfs]
     return bench
 
@@ -431,6 +437,14 @@ def cups_version() -> str:
 
 
 def main() -> int:
+    language = argparse.ArgumentParser(add_help=False)
+    language.add_argument("--language", choices=("escpos", "zpl"), default="escpos")
+    chosen, rest = language.parse_known_args()
+    if chosen.language == "zpl":
+        import vs_cups_zpl
+
+        return vs_cups_zpl.main(rest)
+    sys.argv[1:] = rest
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--jobs", type=int, default=2000, help="jobs per system per round")
     parser.add_argument("--concurrency", type=int, default=16, help="parallel kiosk clients")
@@ -452,6 +466,12 @@ def main() -> int:
                         help="run the bench and all it starts (both systems) at this niceness;"
                         " -10: ahead of other work on a shared machine (root)")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="keep logs and state under DIR")
+    parser.add_argument(
+        "--language",
+        choices=("escpos", "zpl"),
+        default="escpos",
+        help="zpl: the label printer mode (its options: --language zpl -h)",
+    )
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     if missing_tools():

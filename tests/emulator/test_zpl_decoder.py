@@ -160,3 +160,40 @@ def test_given_random_bytes_then_the_decoder_never_raises(seed: int):
     decoder = ZplDecoder()
     for start in range(0, len(data), 997):
         decoder.feed(data[start : start + 997])
+
+
+def test_given_a_downloaded_graphic_then_xg_recalls_it_where_the_field_starts():
+    # GIVEN a 16 x 2 graphic stored as R:BADGE.GRF (~DG, the compression scheme)
+    decoder = ZplDecoder()
+    assert labels(zpl("~DGR:BADGE.GRF,4,2,\r\nH0FF\r\n!\r\n"), decoder) == []
+    # WHEN a format recalls it at 4,1, named without its device, and again twice as large
+    (cut,) = labels(zpl("^XA^PW24^LL6^FO4,1^XGBADGE.GRF,1,1^FS^XZ"), decoder)
+    (large,) = labels(zpl("^XA^PW32^LL4^FO0,0^XGR:BADGE.GRF,2,2^FS^XZ"), decoder)
+    # THEN its dots print there, and magnified each dot is 2 x 2
+    assert dots(cut.label.image)[1:3] == [
+        "............########....",
+        "....################....",
+    ]
+    assert dots(large.label.image) == ["................" + "#" * 16] * 2 + ["#" * 32] * 2
+
+
+def test_given_a_graphic_deleted_by_id_then_a_later_recall_prints_nothing():
+    # GIVEN two stored graphics, one deleted by ^ID in a format of its own (as CUPS does)
+    decoder = ZplDecoder()
+    labels(zpl("~DGR:CUPS.GRF,1,1,FF", "~DGR:LOGO.GRF,1,1,0F"), decoder)
+    assert labels(zpl("^XA^IDR:CUPS.GRF^FS^XZ"), decoder) == []
+    # THEN only the other is left: recalling the deleted one draws nothing
+    assert decoder.graphics.names() == ["R:LOGO.GRF"]
+    assert labels(zpl("^XA^PW8^LL1^FO0,0^XGR:CUPS.GRF,1,1^FS^XZ"), decoder) == []
+    labels(zpl("^XA^ID*.GRF^FS^XZ"), decoder)
+    assert decoder.graphics.names() == []
+
+
+def test_given_print_orientation_inverted_then_the_format_is_turned_half_a_turn():
+    # GIVEN a dot at the top left of an 8 x 2 label, printed ^POI
+    decoder = ZplDecoder()
+    (cut,) = labels(zpl("^XA^POI^PW8^LL2^FO0,0^GFA,1,1,1,80^FS^XZ"), decoder)
+    # THEN it comes out at the bottom right; ^PON turns it back
+    assert dots(cut.label.image) == ["........", ".......#"]
+    (upright,) = labels(zpl("^XA^PON^FO0,0^GFA,1,1,1,80^FS^XZ"), decoder)
+    assert dots(upright.label.image)[0] == "#......."

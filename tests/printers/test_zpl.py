@@ -4,6 +4,7 @@ print confirmation over a real socket (a test Zebra: label_printers.ZebraRespond
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import pytest
@@ -215,6 +216,23 @@ async def test_a_label_held_by_a_fault_is_confirmed_when_it_prints_after_all(
     responder.release()
     # THEN the badge is confirmed by the printer's word
     assert (await wait_for(link, mark)).outcome is Outcome.PRINTED
+    await link.close()
+
+
+async def test_a_poll_answered_at_once_still_waits_out_its_pause(
+    tcp_printer: Callable[..., TcpPrinter],
+) -> None:
+    # GIVEN a Zebra printing a label, which answers ~HS at once all the while
+    printer, link = zebra(tcp_printer, holding=True)
+    mark = await link.send_marked(KNOWN_FORMAT)
+    # WHEN the agent polls five times with a 0.1 s pause
+    started = time.monotonic()
+    for _ in range(5):
+        assert await link.poll_printed(mark, 0.1) is None
+    # THEN each poll asked one ~HS and took its whole pause: the agent does not ask
+    # as fast as the printer answers
+    assert time.monotonic() - started >= 5 * 0.1
+    assert printer.responder.queries == [b"~HS"] * 5  # type: ignore[attr-defined]
     await link.close()
 
 

@@ -47,8 +47,10 @@ class ConfirmationPolicy:
 
     def pipelines(self) -> bool:
         """Whether badges may be pipelined: the printer is known to answer GS ( H, which
-        tells badges apart (a label printer's word does not: one label at a time)."""
-        return self.configured == "process_id" or bool(self.process_id_support)
+        tells badges apart, or is a Zebra, whose `~HS` showing nothing left, asked after
+        the last label sent, says every label before it is out. A Brother QL's
+        "printing completed" names no page: one label at a time."""
+        return self.configured in ("process_id", "host_status") or bool(self.process_id_support)
 
     def in_use(self) -> Confirmation | None:
         """How badges are confirmed now (None: "auto", not learned from a badge yet)."""

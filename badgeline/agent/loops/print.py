@@ -257,7 +257,8 @@ class PrintLoop:
         completion = await self.link.poll_printed(oldest.mark, pause_s)
         if completion is None:
             if loop.time() < self._confirm_deadline(oldest):
-                oldest.pause_s = min(2 * oldest.pause_s, DEFAULT_POLL_S)
+                longest = self.link.family.longest_confirm_poll_s or DEFAULT_POLL_S
+                oldest.pause_s = min(2 * oldest.pause_s, longest)
                 return
             completion = Completion(
                 Outcome.TIMED_OUT,

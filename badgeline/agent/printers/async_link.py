@@ -107,8 +107,8 @@ class AsyncPrinterLink:
 
         For pipelined printing: the printer answers each request once everything
         before it is on paper, so the answers come in the order the badges went.
-        A label printer's badge goes alone, and the mark is its family's count of
-        the answers or notices so far (family.py).
+        A label printer's mark is its family's count of the answers or notices so
+        far (family.py).
         """
         if not isinstance(self.family, EscposFamily):
             return await asyncio.to_thread(self.link.write_marked, data, self.family.mark)

@@ -50,6 +50,9 @@ class PrinterFamily(ABC):
     probe_steps: ClassVar[int] = 3
     # Reply bytes a USB link reads at once (None: the link's own).
     reply_chunk: ClassVar[int | None] = None
+    # The longest pause between two polls of a badge's confirmation (None: the print
+    # loop's own). A printer that idles until its badge is confirmed wants it short.
+    longest_confirm_poll_s: ClassVar[float | None] = None
 
     @property
     def confirmations(self) -> frozenset[str]:

@@ -63,6 +63,7 @@ from badgeline.agent.printers.errors import (
     PrinterLinkError,
     StatusUnavailableError,
 )
+from badgeline.agent.printers.foreign import language_hint
 from badgeline.protocol.agent_models import PrinterHealthReport
 from badgeline.protocol.states import PaperLevel
 
@@ -140,11 +141,14 @@ def is_status_byte(value: int) -> bool:
     return value & STATUS_FIXED_MASK == STATUS_FIXED_BITS
 
 
-def health_from_status(status: StatusBytes) -> PrinterHealthReport:
-    """Map the four status bytes to a health report. Pure: no I/O, no clock."""
-    problem = _malformed(status)
+def health_from_status(status: StatusBytes, foreign: str | None = None) -> PrinterHealthReport:
+    """Map the four status bytes to a health report. Pure: no I/O, no clock.
+
+    `foreign`: the family whose reply the printer sent instead (foreign.py): then it is
+    not reachable as an ESC/POS printer, whatever its bytes looked like."""
+    problem = _malformed(status, foreign)
     if problem is not None:
-        return PrinterHealthReport(reachable=False, detail=problem)
+        return PrinterHealthReport(reachable=False, detail=clip(problem))
     offline, error, paper = (
         status.offline_cause or 0,
         status.error_cause or 0,
@@ -160,13 +164,17 @@ def health_from_status(status: StatusBytes) -> PrinterHealthReport:
     )
 
 
-def _malformed(status: StatusBytes) -> str | None:
+def _malformed(status: StatusBytes, foreign: str | None) -> str | None:
+    hint = language_hint(foreign, "printer off, hung, or not ESC/POS: check printer.language")
     for query in StatusQuery:
         value = status.reply(query)
         if value is None:
-            return f"no reply to DLE EOT {query.value} (printer off, hung, or not ESC/POS)"
+            return f"no reply to DLE EOT {query.value} ({hint})"
         if not is_status_byte(value):
-            return f"DLE EOT {query.value} reply {value:#04x} is not an ESC/POS status byte"
+            problem = f"DLE EOT {query.value} reply {value:#04x} is not an ESC/POS status byte"
+            return f"{problem} ({hint})" if foreign else problem
+    if foreign:
+        return f"not an ESC/POS printer ({hint})"
     return None
 
 
@@ -201,7 +209,8 @@ def read_status_bytes(link: PrinterLink) -> StatusBytes:
 
 def escpos_health(link: PrinterLink) -> PrinterHealthReport:
     """DLE EOT 1-4 asked and mapped. Blocking; raises PrinterLinkError."""
-    return health_from_status(read_status_bytes(link))
+    status = read_status_bytes(link)
+    return health_from_status(status, getattr(link.replies, "foreign", None))
 
 
 def probe_health(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from badgeline.agent.printers.foreign import TAIL_BYTES, foreign_family
 from badgeline.agent.printers.realtime_status import is_status_byte
 
 RESPONSE_HEADER = 0x37
@@ -74,9 +75,16 @@ class ReplySorter(Replies):
 
     process_ids: list[bytes] = field(default_factory=list)
     status: list[int] = field(default_factory=list)
+    # Another family's reply seen on the line (a Zebra's ~HS answer, a Brother QL's
+    # status): the printer is not an ESC/POS one, whatever bytes of it pass as status.
+    foreign: str | None = None
     _pending: bytearray = field(default_factory=bytearray)
+    _tail: bytes = b""
 
     def feed(self, data: bytes) -> None:
+        seen = self._tail + data
+        self.foreign = foreign_family(seen) or self.foreign
+        self._tail = seen[-TAIL_BYTES:]
         self._pending += data
         while self._pending:
             if self._pending[0] != RESPONSE_HEADER:

@@ -10,9 +10,12 @@ once. Commands are named as in the guide; what each one here does:
   the label home `^LH x,y`; `^FD` / `^FV` field data, `^FH` its hex escapes;
   `^FS` ends the field. `^A f o,h,w` and `^CF f,h,w` the font.
 - `^GF` graphic fields (graphics.py); `^GB w,h,t,c` graphic boxes.
+- `~DG` downloads a graphic to memory, `^XG` recalls it at the field origin,
+  `^ID` deletes it (storage.py): what CUPS's `rastertolabel` sends.
 - `^PW` print width, `^LL` label length, `^LH` label home, `^MM` print mode
-  (what `~HS` reports), `^MT` media type, `^JZ` reprint after error: these
-  stay in force from format to format, as the printer keeps them.
+  (what `~HS` reports), `^MT` media type, `^JZ` reprint after error, `^PO`
+  print orientation (`I`: the format turned 180 degrees): these stay in force
+  from format to format, as the printer keeps them.
 - `^PQ q` prints q labels of the format.
 - Barcodes and 2D codes (`^B…` but `^BY`) are not drawn: counted in
   `skipped_symbols`. Settings that do not change the picture are passed
@@ -25,11 +28,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
+from PIL import Image
+
 from badgeline.emulator.language import LabelCut, Query
 from badgeline.emulator.media import Media
 from badgeline.emulator.state import PrinterCondition
 from badgeline.emulator.zpl.graphics import GraphicError, decode_graphic_field
 from badgeline.emulator.zpl.layout import DEFAULT_FONT, Font, LabelLayout
+from badgeline.emulator.zpl.storage import GraphicStore
 from badgeline.emulator.zpl.tokens import Command, Tokenizer
 
 logger = logging.getLogger(__name__)
@@ -37,7 +43,7 @@ logger = logging.getLogger(__name__)
 # Commands that change nothing on the emulated label (speed, darkness, sensors,
 # orientation defaults, code page, comments, saving settings…).
 PASSED_OVER = frozenset({
-    "FX", "PR", "MD", "MN", "PO", "LS", "LT", "CI", "FW", "JU", "PM", "ML", "MF", "SD",
+    "FX", "PR", "MD", "MN", "LS", "LT", "CI", "FW", "JU", "PM", "ML", "MF", "SD",
     "TA", "JM", "JT", "PF", "FB", "BY", "FN", "JS", "PS", "PP", "JA", "JB", "SZ", "PH",
 })  # fmt: skip
 # ^PQ beyond this is cut to it: each copy costs the emulator a picture.
@@ -68,6 +74,7 @@ class Settings:
     print_mode: str = "T"  # ^MM: tear-off
     thermal_transfer: bool = False  # ^MT T
     reprint_after_error: bool = True  # ^JZ Y
+    inverted: bool = False  # ^PO I
     font: Font = DEFAULT_FONT  # ^CF
 
 
@@ -87,6 +94,7 @@ class ZplDecoder:
         self.skipped_symbols = 0
         self.rejected_graphics = 0
         self.settings = Settings()
+        self.graphics = GraphicStore()
         # Without a printer around it (tests), a 4 x 3 in label at 203 dpi.
         self._condition = condition or PrinterCondition(media=Media(203, 812, 609))
         self._tokens = Tokenizer()
@@ -111,7 +119,7 @@ class ZplDecoder:
     def _apply(self, command: Command) -> None:
         name, params = command.name, command.params.decode("latin-1")
         if command.prefix == "~":
-            self._control(name, params)
+            self._control(name, params, command.params)
         elif name == "XA":
             self._start_format()
         elif self._layout is None:
@@ -120,8 +128,8 @@ class ZplDecoder:
             self._end_format()
         elif name.startswith("A") or name in ("FO", "FT", "FD", "FV", "FH", "FS", "CF"):
             self._field_command(name, params)
-        elif name == "GF":
-            self._graphic(command.params)
+        elif name in ("GF", "XG", "ID"):
+            self._graphic_command(name, command.params)
         elif name == "GB":
             self._box(params)
         elif name.startswith("B") and name != "BY":
@@ -129,11 +137,13 @@ class ZplDecoder:
         elif not self._setting(name, params) and name not in PASSED_OVER:
             self.unknown_commands += 1
 
-    def _control(self, name: str, params: str) -> None:
+    def _control(self, name: str, params: str, raw: bytes) -> None:
         if name == "HS":
             self._events.append(HostStatusRequest())
         elif name == "HQ":
             self._events.append(HostQuery(params.upper()))
+        elif name == "DG":
+            self.graphics.download(raw)
         elif name not in PASSED_OVER:
             self.unknown_commands += 1
 
@@ -152,7 +162,8 @@ class ZplDecoder:
         media, settings = self._condition.media, self.settings
         width = settings.print_width or media.width_dots
         length = media.length_dots if settings.label_length is None else settings.label_length
-        label = layout.draw(width, length, media.dpi, settings.reprint_after_error)
+        label = layout.draw(width, length, media.dpi, settings.reprint_after_error,
+                            inverted=settings.inverted)  # fmt: skip
         self._events.append(LabelCut(label, self._copies))
 
     # ------------------------------------------------------------ fields
@@ -183,6 +194,14 @@ class ZplDecoder:
             x, y = self._at(field.origin)
             layout.add_text(x, y, field.data, field.font or self.settings.font, field.baseline)
 
+    def _graphic_command(self, name: str, params: bytes) -> None:
+        if name == "GF":
+            self._graphic(params)
+        elif name == "XG":
+            self._recall(params.decode("latin-1"))
+        else:
+            self.graphics.delete(params.decode("latin-1"))
+
     def _graphic(self, params: bytes) -> None:
         layout = self._layout
         assert layout is not None
@@ -193,6 +212,19 @@ class ZplDecoder:
             layout.truncated = True
             logger.warning("^GF not printed: %s", error)
             return
+        self._place(image)
+
+    def _recall(self, params: str) -> None:
+        image = self.graphics.recall(params)
+        if image is None:
+            assert self._layout is not None
+            self._layout.truncated = True
+            return
+        self._place(image)
+
+    def _place(self, image: Image.Image) -> None:
+        layout = self._layout
+        assert layout is not None
         x, y = self._at(self._field.origin)
         layout.add_picture(x, y - image.height if self._field.baseline else y, image)
 
@@ -226,6 +258,11 @@ class ZplDecoder:
             settings.thermal_transfer = first[:1].upper() == "T"
         elif name == "JZ":
             settings.reprint_after_error = first[:1].upper() != "N"
+        elif name == "PO":
+            orientation = first[:1].upper()
+            settings.inverted = (
+                orientation == "I" if orientation in ("N", "I") else settings.inverted
+            )
         elif name == "PQ":
             self._copies = max(1, min(_number(params.split(",")[0], 1), MAX_COPIES))
         else:

@@ -96,8 +96,11 @@ class LabelLayout:
         if self._room():
             self.items.append(_Box(x, y, width, height, thickness, black))
 
-    def draw(self, width: int, length: int, dpi: int, reprint: bool) -> Label:
-        """The label `width` x `length` dots (length 0: as long as what is on it)."""
+    def draw(
+        self, width: int, length: int, dpi: int, reprint: bool, *, inverted: bool = False
+    ) -> Label:
+        """The label `width` x `length` dots (length 0: as long as what is on it);
+        `inverted` (^PO I): the whole format turned 180 degrees on the label."""
         if length <= 0:
             length = max([1, *(_bottom(item) for item in self.items)])
         truncated = self.truncated or width > MAX_LABEL_WIDTH_DOTS
@@ -115,6 +118,8 @@ class LabelLayout:
                 thickness = max(1, min(item.thickness, item.width, item.height))
                 draw.rectangle((item.x, item.y, right, bottom), outline=0 if item.black else 1,
                                width=thickness)  # fmt: skip
+        if inverted:
+            canvas = canvas.transpose(Image.Transpose.ROTATE_180)
         return Label(canvas, list(self.text), truncated, reprint, dpi=(dpi, dpi))
 
 

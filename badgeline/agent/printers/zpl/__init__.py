@@ -44,6 +44,10 @@ class ZplFamily(PrinterFamily):
     probe_steps = 3  # open, a ~HS answer, a ~HQES answer
     # A Zebra's USB packets are 64 bytes; a ~HS answer is about 80, in two.
     reply_chunk = 64
+    # The labels in flight are confirmed together once the Zebra has none left, so it
+    # idles from the last one's end until a poll sees it: a ~HS (3 bytes, about 80
+    # back) every 50 ms keeps that short.
+    longest_confirm_poll_s = 0.05
 
     def __init__(self, media: ZplMedia, *, cut: bool = False) -> None:
         self.media = media

@@ -18,6 +18,14 @@ buffer). Every outcome but PRINTED leaves the badge `uncertain`.
 `~HS` goes unanswered in media out, ribbon out and head open (status.py); a
 silent `~HS` is followed by one `~HQES`, and only a printer that answers
 neither is silent.
+
+With several labels in flight (`print_pipeline_depth`), the next one waits in
+the printer's buffer while one prints, so the printer does not idle between
+them. `~HS` cannot tell the labels apart, but it need not: an answer showing
+nothing left, to a question asked after the last label sent, says every
+label before it is out. So the labels in flight are confirmed together, once
+the printer has printed them all; until then every answer counts at least the
+last one as waiting or printing.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ def poll_label_out(io: LinkIo, mark: int, pause_s: float) -> Completion | None:
     assert isinstance(replies, ZplReplies)  # a ZPL link's (factory.py)
     if replies.done_after(mark):
         return Completion(Outcome.PRINTED, "~HS: no label left to print")
+    started = time.monotonic()
     if not replies.unanswered:
         replies.take_status()
         io.write(HOST_STATUS)
@@ -46,7 +55,13 @@ def poll_label_out(io: LinkIo, mark: int, pause_s: float) -> Completion | None:
     if replies.done_after(mark):
         return Completion(Outcome.PRINTED, "~HS: no label left to print")
     if replies.take_status():
-        return None  # answered: still printing, or held until a fault clears
+        # Still printing, or held until a fault clears. A Zebra answers ~HS at once,
+        # even mid-label: the poll waits out its pause all the same, so the next one
+        # asks no sooner (else the agent would ask as fast as the printer answers).
+        # The printer sends nothing unasked, so nothing is missed meanwhile.
+        if (rest := pause_s - (time.monotonic() - started)) > 0:
+            time.sleep(rest)
+        return None
     if io.timeout_s > min(replies.waiting_s(), io.quiet_s()) or io.busy():
         return None  # asked, or taken by the printer, too recently; or busy
     # No answer to ~HS: a Zebra in media out, ribbon out or head open keeps quiet.

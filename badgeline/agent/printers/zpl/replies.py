@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from badgeline.agent.printers.foreign import BROTHER_STATUS_HEAD
 from badgeline.agent.printers.replies import Replies
 from badgeline.agent.printers.zpl.status import (
     HOST_STATUS,
@@ -24,8 +25,6 @@ from badgeline.agent.printers.zpl.status import (
     parse_host_status,
     parse_printer_status,
 )
-
-BROTHER_STATUS_HEAD = b"\x80\x20\x42"
 
 
 @dataclass
