@@ -113,14 +113,14 @@ async def test_status_the_printer_list_and_the_dashboard_say_a_zebra_speaks_zpl(
         async with session.get(f"http://127.0.0.1:{agent.status_port}/status") as response:
             status = await response.json()
 
-        async def listed(path: str) -> Any:
+        async def listed(path: str, key: str) -> Any:
             async with session.get(coordinator.url + path, headers=auth(OPERATOR_TOKEN)) as got:
-                printers = (await got.json())["printers"]
+                printers = (await got.json())[key]
             view = next((p for p in printers if p["printer_id"] == "printer-a"), None)
             return view if view and view.get("confirmation") else None
 
-        in_list = await wait_for(lambda: listed("/v1/printers"))
-        on_dashboard = await wait_for(lambda: listed("/dashboard/snapshot"))
+        in_list = await wait_for(lambda: listed("/v1/printers", "items"))  # a page
+        on_dashboard = await wait_for(lambda: listed("/dashboard/snapshot", "printers"))
     # THEN each names the language, and how its badges are confirmed
     printer = status["printer"]
     assert printer["language"] == "zpl" and printer["confirmation"] == "host_status"
