@@ -46,3 +46,13 @@ def create_private_file(path: Path) -> None:
     later (SQLite) finds it private, and makes its companions (WAL, SHM) private too."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     os.close(fd)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make the names in `directory` durable: a rename or a new file is on disk once its
+    folder is (a power cut can otherwise undo it)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

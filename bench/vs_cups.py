@@ -163,6 +163,28 @@ class RelayProcess:
 Submit = Callable[[aiohttp.ClientSession, int], Awaitable[tuple[str | None, str]]]
 
 
+async def submit_badge(
+    session: aiohttp.ClientSession, venue: LocalVenue, name: str, pdf: bytes,
+    attendee_id: str, idempotency_key: str,
+) -> tuple[str | None, str]:  # fmt: skip
+    """A kiosk's two requests for one badge (its PDF as artifact `name`, then the job on
+    `auto`): the job id and "ok", or None and what went wrong."""
+    auth = {"Authorization": f"Bearer {venue.kiosk_token}"}
+    async with session.put(f"{venue.url}/v1/artifacts/{name}", data=pdf,
+                           headers=auth) as response:  # fmt: skip
+        await response.read()
+        if response.status // 100 != 2:
+            return None, f"artifact {response.status}"
+    body = {"attendee_id": attendee_id, "printer_target": "auto",
+            "badge_pdf_ref": f"artifact://{name}", "priority": 100,
+            "idempotency_key": idempotency_key}  # fmt: skip
+    async with session.post(f"{venue.url}/v1/jobs", json=body, headers=auth) as response:
+        answer = await response.json()
+        if response.status != 201:
+            return None, f"http {response.status}"
+        return str(answer["job_id"]), "ok"
+
+
 async def submit_all(phase: Phase, submit: Submit, concurrency: int) -> None:
     """Every job once, by `concurrency` clients as fast as answered."""
     jobs = iter(range(phase.jobs))
@@ -283,21 +305,9 @@ class Bench:
     async def submit_badgeline(
         self, session: aiohttp.ClientSession, number: int
     ) -> tuple[str | None, str]:
-        venue, which = self.venue, number % len(self.pdfs)
-        auth = {"Authorization": f"Bearer {venue.kiosk_token}"}
-        async with session.put(f"{venue.url}/v1/artifacts/{self.refs[which]}",
-                               data=self.pdfs[which], headers=auth) as response:  # fmt: skip
-            await response.read()
-            if response.status // 100 != 2:
-                return None, f"artifact {response.status}"
-        body = {"attendee_id": f"A-VS{which:05d}", "printer_target": "auto",
-                "badge_pdf_ref": f"artifact://{self.refs[which]}", "priority": 100,
-                "idempotency_key": f"vs-{self.current}-{number}"}  # fmt: skip
-        async with session.post(f"{venue.url}/v1/jobs", json=body, headers=auth) as response:
-            answer = await response.json()
-            if response.status != 201:
-                return None, f"http {response.status}"
-            return str(answer["job_id"]), "ok"
+        which = number % len(self.pdfs)
+        return await submit_badge(session, self.venue, self.refs[which], self.pdfs[which],
+                                  f"A-VS{which:05d}", f"vs-{self.current}-{number}")  # fmt: skip
 
     async def phase(self, system: str, jobs: int, timed: bool = True) -> Phase:
         self.current = self.next_tag()

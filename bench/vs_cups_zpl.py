@@ -61,7 +61,7 @@ from benchkit import git_revision, load_average, machine_busy_seconds, stop_venu
 from cupsd import PrivateCupsd, missing_tools, print_job
 from label_fit import label_fit
 from proccpu import priority, tree_cpu_seconds
-from vs_cups import Phase, Submit, cups_version, submit_all, wait_printed
+from vs_cups import Phase, Submit, cups_version, submit_all, submit_badge, wait_printed
 from vs_cups_zpl_report import MODEL, Results, Sample, footer_band, labels_out, report
 
 from badgeline.coordinator.store.embedded import free_port
@@ -118,21 +118,9 @@ class Bench:
     async def submit_badgeline(
         self, session: aiohttp.ClientSession, number: int
     ) -> tuple[str | None, str]:
-        venue, which = self.venue, number % len(self.pdfs)
-        auth = {"Authorization": f"Bearer {venue.kiosk_token}"}
-        async with session.put(f"{venue.url}/v1/artifacts/{self.refs[which]}",
-                               data=self.pdfs[which], headers=auth) as response:  # fmt: skip
-            await response.read()
-            if response.status // 100 != 2:
-                return None, f"artifact {response.status}"
-        body = {"attendee_id": f"A-ZPL{which:05d}", "printer_target": "auto",
-                "badge_pdf_ref": f"artifact://{self.refs[which]}", "priority": 100,
-                "idempotency_key": f"zpl-{self.tag}-{next(self.counter)}"}  # fmt: skip
-        async with session.post(f"{venue.url}/v1/jobs", json=body, headers=auth) as response:
-            answer = await response.json()
-            if response.status != 201:
-                return None, f"http {response.status}"
-            return str(answer["job_id"]), "ok"
+        which, key = number % len(self.pdfs), f"zpl-{self.tag}-{next(self.counter)}"
+        return await submit_badge(session, self.venue, self.refs[which], self.pdfs[which],
+                                  f"A-ZPL{which:05d}", key)  # fmt: skip
 
     def submitter(self, system: str) -> Submit:
         return self.submit_cups if system == "cups" else self.submit_badgeline

@@ -34,7 +34,6 @@ import json
 import logging
 import os
 import tempfile
-from pathlib import Path
 from typing import Any
 
 from badgeline.agent.config import AgentSettings
@@ -42,6 +41,7 @@ from badgeline.agent.http_client import HttpClient, HttpFailure
 from badgeline.agent.retry import Backoff, OutageLog, sleep_unless_stopped
 from badgeline.discovery import CoordinatorNotFound, find_coordinator
 from badgeline.log import log_event
+from badgeline.private_files import fsync_directory
 
 ENROL_PATH = "/v1/enrol"
 # How long one mDNS look-up for the coordinator lasts before the next try.
@@ -127,15 +127,7 @@ def store_token(settings: AgentSettings, token: str, agent_id: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_directory(directory)
 
 
 # --------------------------------------------------------------------------- the exchange

@@ -27,6 +27,7 @@ from badgeline.kiosk.errors import KioskError, OutboxCorrupt, OutboxInUse
 from badgeline.kiosk.events import kiosk_event
 from badgeline.kiosk.salvage import SalvageReport, carry_over
 from badgeline.private_files import FILE_MODE, create_private_file, private_dir
+from badgeline.sqlite_files import move_aside
 
 SCHEMA_VERSION = 1
 SCHEMA = """
@@ -54,7 +55,6 @@ CREATE TABLE scans (
 CREATE INDEX scans_by_delivery ON scans (delivery, job_state);
 CREATE INDEX scans_by_job ON scans (job_id);
 """
-SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
 # What SQLite says of a file whose pages are damaged, or that is not a database at all.
 _CORRUPT_MESSAGES = ("not a database", "malformed", "corrupt")
 
@@ -201,27 +201,3 @@ def _create_or_accept_schema(db: sqlite3.Connection, path: Path) -> None:
         with contextlib.suppress(sqlite3.Error):
             db.execute("ROLLBACK")
         raise
-
-
-def move_aside(path: Path, now: float) -> Path:
-    """Rename the outbox and its side files to `<name>.corrupt-<UTC time>`; fsync the folder."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    counter = 1
-    while target.exists():
-        counter += 1
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
-    if path.exists():
-        path.rename(target)
-    for suffix in SIDE_FILE_SUFFIXES:
-        side = path.with_name(path.name + suffix)
-        if side.exists():
-            side.rename(target.with_name(target.name + suffix))
-    # A rename is durable once its folder is: else a power cut could bring the damaged
-    # file back under the outbox's name.
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return target

@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -32,16 +30,15 @@ from badgeline.agent.journal.salvage import carry_over, read_owed
 from badgeline.agent.journal.schema import apply_migrations, load_migrations
 from badgeline.agent.journal.settings import JournalSettings
 from badgeline.private_files import create_private_file, make_private, private_dir
+from badgeline.sqlite_files import SIDE_FILE_SUFFIXES, move_aside
 
 log = logging.getLogger("badgeline.agent.journal")
 
+
 # SQLite keeps a WAL journal and its index next to the database; a moved-aside
 # database must take them along, or a fresh file would replay a stale WAL.
-SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
-
-
 def _companions(path: Path) -> list[Path]:
-    return [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+    return [path.with_name(path.name + suffix) for suffix in SIDE_FILE_SUFFIXES]
 
 
 @dataclass(frozen=True)
@@ -131,34 +128,6 @@ async def _quick_check(db: aiosqlite.Connection) -> None:
     rows = [str(row[0]) for row in await db.execute_fetchall("PRAGMA quick_check")]
     if rows != ["ok"]:
         raise JournalCorruptError("quick_check: " + "; ".join(rows[:5]))
-
-
-def move_aside(path: Path, now: float) -> Path:
-    """Rename the database and its side files to `<name>.corrupt-<UTC time>`; fsync the folder."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    counter = 1
-    while target.exists():
-        counter += 1
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
-    if path.exists():
-        path.rename(target)
-    for suffix in SIDE_FILE_SUFFIXES:
-        side = path.with_name(path.name + suffix)
-        if side.exists():
-            side.rename(target.with_name(target.name + suffix))
-    _fsync_directory(path.parent)
-    return target
-
-
-def _fsync_directory(directory: Path) -> None:
-    # A rename is durable only once its directory is; without this a power cut
-    # could bring the corrupt file back under the journal's name.
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager
