@@ -48,7 +48,16 @@ def assert_each_printed_once(
         counts = prints_by_job(venue)
         return all(counts[job_id] for job_id in wanted)
 
-    wait_until(all_out, timeout_s, f"{len(wanted)} badges to come out of the emulators")
+    try:
+        wait_until(all_out, timeout_s, f"{len(wanted)} badges to come out of the emulators")
+    except TimeoutError as timed_out:
+        counts = prints_by_job(venue)
+        missing = sorted(job_id for job_id in wanted if not counts[job_id])
+        states = Counter(venue.job(job_id)["state"] for job_id in missing)
+        printers = venue.api("GET", "/v1/printers")["items"]
+        raise AssertionError(f"{timed_out}: {len(missing)} not out, by state {dict(states)};"
+                             f" printers: {[(p['printer_id'], p['state']) for p in printers]}"
+                             ) from None  # fmt: skip
     counts = prints_by_job(venue)
     assert {job_id: n for job_id, n in counts.items() if n != 1} == {}
     assert set(counts) <= job_ids, set(counts) - job_ids

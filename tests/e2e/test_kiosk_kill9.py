@@ -2,10 +2,10 @@
 outbox: every scan it acknowledged prints exactly once, counted at the emulators.
 
 The kiosk is its own process (tests/kiosk/scanning_kiosk.py) scanning faster than it
-delivers, so each kill lands with scans kept and not yet delivered, and at a random
-point of a delivery: between an upload and its job, between the coordinator's
-acceptance and the outbox recording it. The coordinator, agents and emulators are
-real processes (E2EVenue).
+delivers (its replies come over a slow link), so each kill lands with scans kept and
+not yet delivered, and at a random point of a delivery: between an upload and its job,
+between the coordinator's acceptance and the outbox recording it. The coordinator,
+agents and emulators are real processes (E2EVenue).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 import pytest
 
 from badgeline.localvenue import wait_until
+from tests.chaos.harness.proxy import ThreadedFaultProxy
 from tests.e2e.conftest import VenueFactory
 from tests.e2e.kiosk_checks import assert_each_printed_once, outbox_counts
 from tests.kiosk.scanning_kiosk import KioskProcess
@@ -23,13 +24,16 @@ from tests.kiosk.scanning_kiosk import KioskProcess
 PRINTERS = ("printer-a", "printer-b")
 KILLS = 5
 SCANS_PER_LIFE = 40
-SCAN_SPREAD_S = 0.4  # 40 scans in 0.4 s: faster than one kiosk delivers them
+SCAN_SPREAD_S = 0.0  # 40 scans at once: kept far faster than they are delivered
+# The kiosk's link to the coordinator: each reply 50 ms late, so that a delivery (an
+# upload and a job) takes 0.1 s at least and the kiosk always has scans left to deliver.
+REPLY_DELAY_S = 0.05
 SEED = 20240917
 
 
 @pytest.mark.timeout(300)
 def test_a_kiosk_killed_mid_delivery_and_restarted_prints_every_acknowledged_scan_once(
-    start_venue: VenueFactory,
+    start_venue: VenueFactory, request: pytest.FixtureRequest
 ) -> None:
     rng = random.Random(SEED)
     venue = start_venue(printer_ids=PRINTERS)
@@ -38,8 +42,12 @@ def test_a_kiosk_killed_mid_delivery_and_restarted_prints_every_acknowledged_sca
     unsure: set[int] = set()
     next_scan = 0
 
+    link = ThreadedFaultProxy(venue.coordinator_port).start()
+    request.addfinalizer(link.stop)
+    link.delay_replies(REPLY_DELAY_S)
+
     def life() -> KioskProcess:
-        kiosk = KioskProcess(outbox, venue.kiosk_token, [venue.url],
+        kiosk = KioskProcess(outbox, venue.kiosk_token, [link.url],
                              venue.root / "logs" / "kiosk.log")  # fmt: skip
         kiosk.next("started")
         return kiosk
@@ -62,7 +70,8 @@ def test_a_kiosk_killed_mid_delivery_and_restarted_prints_every_acknowledged_sca
         submitting = kiosk.submitting()
         unsure |= set(submitting) - set(kept)
         next_scan = max(submitting) + 1
-    # AND a last life takes the rest of its scans, and delivers
+    # AND a last life takes the rest of its scans, and delivers (over a quick link)
+    link.delay_replies(0)
     kiosk = life()
     kiosk.send(f"scan {next_scan} 10 0 {','.join(PRINTERS)}")
     kiosk.send("flush 120")

@@ -35,6 +35,8 @@ class FaultProxy:
         self.upstream = (upstream_host, upstream_port)
         self.port = listen_port
         self.cut_now = False
+        # Seconds each reply waits before it is passed on (a slow link): 0, none.
+        self.reply_delay_s = 0.0
         self.connections_total = 0
         self.refused_total = 0
         self._server: asyncio.Server | None = None
@@ -115,7 +117,8 @@ class FaultProxy:
         self._transports.update(pair)
         pumps = [
             asyncio.create_task(_pump(client_reader, upstream_writer, gate=None)),
-            asyncio.create_task(_pump(upstream_reader, client_writer, gate=self._replies_flow)),
+            asyncio.create_task(_pump(upstream_reader, client_writer, gate=self._replies_flow,
+                                      delay_s=lambda: self.reply_delay_s)),
         ]
         try:
             await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
@@ -129,11 +132,14 @@ class FaultProxy:
 
 
 async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                gate: asyncio.Event | None) -> None:  # fmt: skip
+                gate: asyncio.Event | None,
+                delay_s: Callable[[], float] = lambda: 0.0) -> None:  # fmt: skip
     with contextlib.suppress(ConnectionError, OSError):
         while data := await reader.read(65536):
             if gate is not None:
                 await gate.wait()
+            if wait_s := delay_s():
+                await asyncio.sleep(wait_s)
             if writer.is_closing():
                 return
             writer.write(data)
@@ -180,6 +186,10 @@ class ThreadedFaultProxy:
 
     def release_replies(self) -> None:
         self._call(self._proxy.release_replies)
+
+    def delay_replies(self, seconds: float) -> None:
+        """Each reply waits `seconds` before it is passed on (0: at once again)."""
+        self._call(setattr, self._proxy, "reply_delay_s", seconds)
 
     def _call(self, function: Callable[..., Any], *args: Any) -> Any:
         async def run() -> Any:
