@@ -9,6 +9,7 @@ closed meanwhile is retried once on a fresh one before the replica counts as awa
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -43,6 +44,27 @@ class Answer:
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             return str(error["message"])
         return f"HTTP {self.status} from {self.url}"
+
+
+@dataclass(frozen=True)
+class Stream:
+    """An answer read as it comes (open_stream), on a connection of its own."""
+
+    url: str
+    connection: http.client.HTTPConnection
+    response: http.client.HTTPResponse
+
+    def interrupt(self) -> None:
+        """From another thread: a read blocked on the stream returns at once."""
+        sock = self.connection.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        """By the thread that reads it."""
+        self.response.close()
+        self.connection.close()
 
 
 class CoordinatorAway(Exception):
@@ -114,9 +136,34 @@ class CoordinatorClient:
             return answer
         raise CoordinatorAway("; ".join(failures))
 
+    def open_stream(self, path: str, headers: dict[str, str], idle_timeout_s: float) -> Stream:
+        """GET a long answer (the job event stream) on a connection of its own, from each
+        URL in turn: the first that answers, whatever its status. A read waits up to
+        `idle_timeout_s` for the next bytes. CoordinatorAway when none answers."""
+        failures = []
+        for url in self._replicas.in_turn():
+            connection = None
+            try:
+                connection = self._open(url)
+                if connection.sock is not None:
+                    connection.sock.settimeout(idle_timeout_s)
+                connection.request("GET", path, headers={**self._headers(), **headers})
+                response = connection.getresponse()
+            except (OSError, http.client.HTTPException) as error:
+                if connection is not None:
+                    connection.close()
+                failures.append(f"{url}: {error or type(error).__name__}")
+                continue
+            self._replicas.answered(url)
+            return Stream(url, connection, response)
+        raise CoordinatorAway("; ".join(failures))
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._token}", "User-Agent": USER_AGENT}
+
     def _send(self, url: str, method: str, path: str, data: bytes | None,
               content_type: str) -> Answer:  # fmt: skip
-        headers = {"Authorization": f"Bearer {self._token}", "User-Agent": USER_AGENT}
+        headers = self._headers()
         if data is not None:
             headers["Content-Type"] = content_type
         for fresh in (False, True):
@@ -135,7 +182,7 @@ class CoordinatorClient:
                 raise
             if response.will_close:
                 connection.close()
-            return Answer(response.status, _json(payload), _retry_after(response), url)
+            return Answer(response.status, json_body(payload), retry_after_s(response), url)
         raise AssertionError("unreachable")
 
     def _connection(self, url: str, fresh: bool) -> http.client.HTTPConnection:
@@ -144,6 +191,11 @@ class CoordinatorClient:
             return connection
         if connection is not None:
             connection.close()
+        connection = self._open(url)
+        self._connections[url] = connection
+        return connection
+
+    def _open(self, url: str) -> http.client.HTTPConnection:
         parts = urlsplit(url)
         connection = (
             http.client.HTTPSConnection(parts.hostname or "", parts.port,
@@ -157,18 +209,17 @@ class CoordinatorClient:
         if connection.sock is not None:
             connection.sock.settimeout(self._request_timeout_s)
             connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._connections[url] = connection
         return connection
 
 
-def _json(payload: bytes) -> Any:
+def json_body(payload: bytes) -> Any:
     try:
         return json.loads(payload) if payload else None
     except ValueError:
         return None
 
 
-def _retry_after(response: http.client.HTTPResponse) -> float | None:
+def retry_after_s(response: http.client.HTTPResponse) -> float | None:
     value = response.getheader("Retry-After")
     try:
         return max(0.0, float(value)) if value else None

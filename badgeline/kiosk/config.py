@@ -39,8 +39,14 @@ class KioskSettings(BaseModel):
     # doubling from retry_base_s up to retry_max_s (a Retry-After answer wins).
     retry_base_s: float = Field(default=0.2, gt=0, le=60)
     retry_max_s: float = Field(default=5.0, gt=0, le=600)
-    # How often the state of a job not yet finished is read (GET /v1/jobs/{id}).
+    # Job states come from the coordinator's job event stream (GET /v1/events); while
+    # it is down, or with follow_events off, each job not yet finished is read
+    # (GET /v1/jobs/{id}) every poll_interval_s.
+    follow_events: bool = True
     poll_interval_s: float = Field(default=1.0, gt=0, le=60)
+    # A stream silent this long is taken for dead and opened again (the coordinator
+    # sends a keep-alive every event_keepalive_s, 15 s by default).
+    event_stream_idle_s: float = Field(default=45.0, gt=0, le=3600)
     # A corrupt outbox: "refuse" to start (the default, the file untouched), or
     # "salvage": move it aside and carry every readable scan into a fresh outbox.
     on_corrupt_outbox: Literal["refuse", "salvage"] = "refuse"

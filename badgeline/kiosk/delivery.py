@@ -29,6 +29,7 @@ from badgeline.kiosk.errors import OutboxWriteError
 from badgeline.kiosk.events import kiosk_event
 from badgeline.kiosk.outbox import Outbox
 from badgeline.kiosk.records import Kind, ScanRecord
+from badgeline.kiosk.states import JobStates
 
 log = logging.getLogger("badgeline.kiosk")
 
@@ -58,13 +59,14 @@ class Backoff:
 class Deliverer(threading.Thread):
     def __init__(
         self, settings: KioskSettings, outbox: Outbox, client: CoordinatorClient,
-        changed: Callable[[str], None],
+        states: JobStates, changed: Callable[[ScanRecord], None],
     ) -> None:  # fmt: skip
         super().__init__(name="badgeline-kiosk-deliverer", daemon=True)
         self._settings = settings
         self._outbox = outbox
         self._client = client
-        self._changed = changed  # told the scan id of every scan whose delivery changed
+        self._states = states  # records an acceptance, as every job state, in one place
+        self._changed = changed  # told of a refusal
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._kiosk_wide = Backoff()
@@ -195,7 +197,7 @@ class Deliverer(threading.Thread):
             raise ValueError(f"an answer {answer.status} without a job: {answer.body!r}")
         job_id, state, printer_id = body["job_id"], body["state"], body.get("printer_id")
         try:
-            self._outbox.mark_accepted(record.scan_id, job_id, state, printer_id)
+            self._states.delivered(record, job_id, state, printer_id)
         except OutboxWriteError as error:
             # The job is the coordinator's now; the next attempt, under the same key, is
             # answered 200 with this job: nothing prints twice while the disk is full.
@@ -211,7 +213,8 @@ class Deliverer(threading.Thread):
                     job_id=job_id, state=state, printer_id=printer_id,
                     idempotency_key=record.idempotency_key,
                     duplicate=bool(body.get("duplicate", answer.status == 200)))  # fmt: skip
-        self._changed(record.scan_id)
+        # The job's events that came before this answer (the job stream may be quicker).
+        self._states.release_held(record, job_id)
 
     def _refused(self, record: ScanRecord, answer: Answer) -> None:
         try:
@@ -228,7 +231,7 @@ class Deliverer(threading.Thread):
                     kind=record.kind.value, status=answer.status, code=answer.error_code,
                     reason=answer.error_message,
                     idempotency_key=record.idempotency_key)  # fmt: skip
-        self._changed(record.scan_id)
+        self._changed(self._outbox.get(record.scan_id) or record)
 
     def _later(self, record: ScanRecord) -> None:
         """Try this scan again after the longest back-off (its outbox write failed)."""

@@ -4,9 +4,10 @@
     ticket = kiosk.submit("att_44817", pdf_bytes, "pool:hall-a")   # durable when it returns
     kiosk.wait(ticket, timeout_s=30).printed
 
-Three threads of its own: the deliverer (delivery.py), the job state poller
-(watch.py) and the notifier, which runs the integrator's callbacks so that a slow
-callback never holds a delivery up. docs/kiosk.md is the integrator's guide.
+Four threads of its own: the deliverer (delivery.py), the follower of the job event
+stream (stream.py), the job state poller for when that stream is down (watch.py), and
+the notifier, which runs the integrator's callbacks so that a slow callback never
+holds a delivery up. docs/kiosk.md is the integrator's guide.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ from badgeline.kiosk.scans import (
     read_pdf,
     status_of_job,
 )
-from badgeline.kiosk.watch import JobStatePoller, JobStates
+from badgeline.kiosk.states import JobStates
+from badgeline.kiosk.stream import JobEventStream
+from badgeline.kiosk.watch import JobStatePoller
 from badgeline.protocol.ids import is_job_id
 
 log = logging.getLogger("badgeline.kiosk")
@@ -61,19 +64,23 @@ class Kiosk:
         self._closed = False
         self._changes = threading.Condition()
         self._callbacks: list[Callback] = []
-        self._notices: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._notices: queue.SimpleQueue[ScanStatus | None] = queue.SimpleQueue()
         try:
             self._forget_finished()
             self._replicas = Replicas(s.coordinator_urls)
             self._discovery = _start_discovery(s, self._replicas) if s.discover else None
-            self._deliverer = Deliverer(s, self._outbox, self._client(), self._changed)
             self._states = JobStates(self._outbox, self._changed)
+            self._deliverer = Deliverer(s, self._outbox, self._client(), self._states,
+                                        self._changed)  # fmt: skip
             deliverer = self._deliverer
             self._poller = JobStatePoller(
                 self._outbox, self._client(), self._states, s.poll_interval_s,
                 may_poll=lambda: deliverer.idle.is_set() and not deliverer.held(),
-                rate_limited=deliverer.hold,
+                rate_limited=deliverer.hold, following=self._following,
             )  # fmt: skip
+            self._stream = JobEventStream(s, self._client(), self._outbox, self._states,
+                                          reread=self._poller.reread) if s.follow_events \
+                else None  # fmt: skip
             self._status_client = self._client()
             self._status_lock = threading.Lock()
             self._notifier = threading.Thread(target=self._notify, daemon=True,
@@ -81,7 +88,7 @@ class Kiosk:
         except BaseException:
             self._outbox.close()
             raise
-        for thread in (self._deliverer, self._poller, self._notifier):
+        for thread in self._threads():
             thread.start()
         kiosk_event("kiosk_started", outbox=str(s.outbox_path),
                     undelivered=self._outbox.count_pending(),
@@ -155,7 +162,7 @@ class Kiosk:
                 raise UnknownScan(f"no job {job_id} here nor at the coordinator")
             return status_of_job(job)
         if job is not None and job_id:
-            self._states.observed(job_id, job)
+            self._states.answered(job_id, job)
             record = self._outbox.get(record.scan_id) or record
         status = record.status(job)
         postponed = self._deliverer.postponed.get(record.scan_id)
@@ -227,11 +234,13 @@ class Kiosk:
         self._closed = True
         self._deliverer.stop()
         self._poller.stop()
+        if self._stream is not None:
+            self._stream.stop()
         self._notices.put(None)
         if self._discovery is not None:
             self._discovery.stop()
         join_s = self.settings.request_timeout_s + self.settings.connect_timeout_s + 1
-        for thread in (self._deliverer, self._poller, self._notifier):
+        for thread in self._threads():
             if thread is not threading.current_thread():  # close() from a callback
                 thread.join(join_s)
         self._status_client.close()
@@ -246,6 +255,14 @@ class Kiosk:
         self.close()
 
     # ------------------------------------------------------------ inside
+
+    def _threads(self) -> list[threading.Thread]:
+        threads: list[threading.Thread] = [self._deliverer, self._poller, self._notifier]
+        return threads + ([self._stream] if self._stream is not None else [])
+
+    def _following(self) -> bool:
+        """The job event stream is up: job states come from it, not from polling."""
+        return self._stream is not None and self._stream.up.is_set()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -269,22 +286,21 @@ class Kiosk:
                 "outbox; free space (or fix the disk), then submit it again"
             ) from error
 
-    def _changed(self, scan_id: str) -> None:
+    def _changed(self, record: ScanRecord) -> None:
+        """A scan's delivery or job state changed; `record` is the scan just after the
+        change (the callbacks get each change, however quickly the next one follows)."""
         with self._changes:
             self._changes.notify_all()
         if self._callbacks:
-            self._notices.put(scan_id)
+            self._notices.put(record.status())
 
     def _notify(self) -> None:
-        while (scan_id := self._notices.get()) is not None:
-            record = self._outbox.get(scan_id)
-            if record is None:
-                continue
+        while (status := self._notices.get()) is not None:
             for callback in list(self._callbacks):
                 try:
-                    callback(record.status())
+                    callback(status)
                 except Exception:  # the integrator's bug must not stop the others' calls
-                    log.exception("a kiosk on_change callback failed for %s", scan_id)
+                    log.exception("a kiosk on_change callback failed for %s", status.scan_id)
 
     def _find(self, which: Which) -> ScanRecord | None:
         scan_id = which.scan_id if isinstance(which, ScanTicket | ScanStatus) else which

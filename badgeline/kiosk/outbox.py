@@ -25,7 +25,7 @@ from badgeline.kiosk.salvage import SalvageReport
 _FIELDS = (
     "seq, scan_id, kind, attendee_id, printer_target, priority, idempotency_key, pdf_sha256,"
     " reprint_of, reason, delivery, job_id, job_state, printer_id, error_code, error_message,"
-    " created_at, updated_at"
+    " created_at, updated_at, job_state_at_ms"
 )
 _TERMINAL = tuple(sorted(TERMINAL_JOB_STATES))
 _IN_TERMINAL = f"({', '.join('?' * len(_TERMINAL))})"
@@ -98,11 +98,13 @@ class Outbox:
     def mark_accepted(
         self, scan_id: str, job_id: str, job_state: str, printer_id: str | None
     ) -> None:
-        """The coordinator took it: keep its job, and drop the PDF it no longer needs."""
+        """The coordinator took it: keep its job, and drop the PDF it no longer needs.
+        When the job entered that state the answer does not say (job_state_at_ms)."""
         with self._write("record the scan's job") as db:
             db.execute(
                 "UPDATE scans SET delivery = 'accepted', job_id = ?, job_state = ?,"
-                " printer_id = ?, pdf = NULL, updated_at = ? WHERE scan_id = ?",
+                " printer_id = ?, job_state_at_ms = NULL, pdf = NULL, updated_at = ?"
+                " WHERE scan_id = ?",
                 (job_id, job_state, printer_id, self._clock(), scan_id),
             )
 
@@ -114,13 +116,37 @@ class Outbox:
                 (code, message, self._clock(), scan_id),
             )
 
-    def set_job_state(self, scan_id: str, job_state: str, printer_id: str | None) -> None:
+    def set_job_state(
+        self, scan_id: str, job_state: str, printer_id: str | None, at_ms: int | None,
+        last_event_id: str | None = None,
+    ) -> None:  # fmt: skip
+        """The job's state, and when it entered it; with `last_event_id`, in the same
+        commit, the event stream's position after the event that told it."""
         with self._write("record the job's state") as db:
             db.execute(
                 "UPDATE scans SET job_state = ?, printer_id = coalesce(?, printer_id),"
-                " updated_at = ? WHERE scan_id = ?",
-                (job_state, printer_id, self._clock(), scan_id),
+                " job_state_at_ms = ?, updated_at = ? WHERE scan_id = ?",
+                (job_state, printer_id, at_ms, self._clock(), scan_id),
             )
+            if last_event_id is not None:
+                self._put_position(db, last_event_id)
+
+    def set_last_event_id(self, last_event_id: str | None) -> None:
+        """Where the kiosk is in the coordinator's job event stream (None: nowhere, the
+        next stream starts from now)."""
+        with self._write("record the event stream's position") as db:
+            if last_event_id is None:
+                db.execute("DELETE FROM event_position")
+            else:
+                self._put_position(db, last_event_id)
+
+    def _put_position(self, db: sqlite3.Connection, last_event_id: str) -> None:
+        db.execute(
+            "INSERT INTO event_position (one, last_event_id, updated_at) VALUES (1, ?, ?)"
+            " ON CONFLICT (one) DO UPDATE SET last_event_id = excluded.last_event_id,"
+            " updated_at = excluded.updated_at",
+            (last_event_id, self._clock()),
+        )
 
     def forget_finished(self, before: float) -> int:
         """Drop scans that finished before `before`; never one still to deliver or follow."""
@@ -158,6 +184,15 @@ class Outbox:
     def by_job(self, job_id: str) -> ScanRecord | None:
         found = self._select("WHERE job_id = ? ORDER BY seq LIMIT 1", (job_id,))
         return found[0] if found else None
+
+    def by_key(self, idempotency_key: str) -> ScanRecord | None:
+        found = self._select("WHERE idempotency_key = ?", (idempotency_key,))
+        return found[0] if found else None
+
+    def last_event_id(self) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT last_event_id FROM event_position").fetchone()
+        return None if row is None else str(row[0])
 
     def all(self) -> list[ScanRecord]:
         return self._select("ORDER BY seq")

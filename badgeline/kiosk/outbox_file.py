@@ -29,8 +29,18 @@ from badgeline.kiosk.salvage import SalvageReport, carry_over
 from badgeline.private_files import FILE_MODE, create_private_file, private_dir
 from badgeline.sqlite_files import move_aside
 
-SCHEMA_VERSION = 1
-SCHEMA = """
+SCHEMA_VERSION = 2
+# Version 2 added when each job's state was entered (the coordinator's clock, from its
+# history or event) and where the kiosk is in the coordinator's job event stream.
+EVENT_POSITION = """
+CREATE TABLE event_position (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    last_event_id TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+"""
+SCHEMA = (
+    """
 CREATE TABLE scans (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     scan_id TEXT NOT NULL UNIQUE,
@@ -50,11 +60,16 @@ CREATE TABLE scans (
     error_code TEXT,
     error_message TEXT,
     created_at REAL NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    job_state_at_ms INTEGER
 );
 CREATE INDEX scans_by_delivery ON scans (delivery, job_state);
 CREATE INDEX scans_by_job ON scans (job_id);
 """
+    + EVENT_POSITION
+)
+# From a version to the next: an outbox an earlier release wrote opens in this one.
+MIGRATIONS = {1: "ALTER TABLE scans ADD COLUMN job_state_at_ms INTEGER;" + EVENT_POSITION}
 # What SQLite says of a file whose pages are damaged, or that is not a database at all.
 _CORRUPT_MESSAGES = ("not a database", "malformed", "corrupt")
 
@@ -183,6 +198,9 @@ def _create_or_accept_schema(db: sqlite3.Connection, path: Path) -> None:
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if version == SCHEMA_VERSION and "scans" in tables:
         return
+    if version in MIGRATIONS and "scans" in tables:
+        _migrate(db, version)
+        return
     if version > SCHEMA_VERSION:
         raise KioskError(
             f"the kiosk outbox {path} was written by a newer badgeline (outbox version "
@@ -196,6 +214,19 @@ def _create_or_accept_schema(db: sqlite3.Connection, path: Path) -> None:
     try:
         db.executescript(
             f"BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        )
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
+
+
+def _migrate(db: sqlite3.Connection, version: int) -> None:
+    """Bring an outbox an earlier release wrote up to this one's version, in one step."""
+    script = "".join(MIGRATIONS[v] for v in range(version, SCHEMA_VERSION))
+    try:
+        db.executescript(
+            f"BEGIN IMMEDIATE; {script} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         )
     except BaseException:
         with contextlib.suppress(sqlite3.Error):

@@ -96,6 +96,10 @@ class ScanRecord:
     error_message: str | None
     created_at: float
     updated_at: float
+    # When the job entered `job_state`, in ms of the coordinator's clock (its history
+    # and events say): what tells a late report of an older state from a newer one.
+    # None while unknown (the submission's answer does not say).
+    job_state_at_ms: int | None = None
 
     def ticket(self) -> ScanTicket:
         return ScanTicket(

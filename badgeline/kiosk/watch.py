@@ -1,10 +1,12 @@
-"""Following each delivered scan's job until it ends, and telling the kiosk of each change.
+"""Reading job states with `GET /v1/jobs/{id}`: the fallback of the job event stream.
 
-Job states come from a source and go to one sink (`JobStates.observed`), which
-writes a new state to the outbox and reports the change. The source today polls
-`GET /v1/jobs/{id}` for every job not yet finished, every `poll_interval_s`;
-a source reading the coordinator's job event stream would call the same sink,
-and nothing else here would change.
+The kiosk learns its jobs' states from the coordinator's event stream (stream.py).
+While that stream is not up (the coordinator away, a replica without it, a drop
+before the reconnect), this thread reads every job not yet finished, once every
+`poll_interval_s`, as the kiosk did before the stream; it stops once the stream is
+back. It also reads, once each, the jobs the stream asks it to (`reread`): after
+the stream could not resume from its last id, or never had one. What it reads goes
+to the same sink as the events (states.py), which keeps only what is newer.
 """
 
 from __future__ import annotations
@@ -12,42 +14,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from badgeline.kiosk.client import CoordinatorAway, CoordinatorClient
-from badgeline.kiosk.errors import OutboxWriteError
 from badgeline.kiosk.events import kiosk_event
 from badgeline.kiosk.outbox import Outbox
+from badgeline.kiosk.records import ScanRecord
+from badgeline.kiosk.states import JobStates
 
 log = logging.getLogger("badgeline.kiosk")
-
-
-class JobStates:
-    """The sink: a job's state as last seen, kept in the outbox; a change is reported."""
-
-    def __init__(self, outbox: Outbox, changed: Callable[[str], None]) -> None:
-        self._outbox = outbox
-        self._changed = changed
-        self._lock = threading.Lock()  # the poller and status() may report the same change
-
-    def observed(self, job_id: str, job: dict[str, Any]) -> None:
-        state, printer_id = job.get("state"), job.get("printer_id")
-        if not isinstance(state, str):
-            return
-        with self._lock:
-            record = self._outbox.by_job(job_id)
-            if record is None or (record.job_state, record.printer_id) == (state, printer_id):
-                return
-            try:
-                self._outbox.set_job_state(record.scan_id, state, printer_id)
-            except OutboxWriteError as error:  # seen again at the next poll
-                kiosk_event("outbox_write_failed", logging.ERROR, scan_id=record.scan_id,
-                            job_id=job_id, error=str(error))  # fmt: skip
-                return
-        if state != record.job_state:
-            kiosk_event("job_state_changed", scan_id=record.scan_id, job_id=job_id,
-                        previous=record.job_state, state=state, printer_id=printer_id)  # fmt: skip
-            self._changed(record.scan_id)
 
 
 class JobStatePoller(threading.Thread):
@@ -56,6 +30,7 @@ class JobStatePoller(threading.Thread):
     def __init__(
         self, outbox: Outbox, client: CoordinatorClient, states: JobStates, interval_s: float,
         *, may_poll: Callable[[], bool], rate_limited: Callable[[float], None],
+        following: Callable[[], bool] = lambda: False,
     ) -> None:  # fmt: skip
         super().__init__(name="badgeline-kiosk-job-states", daemon=True)
         self._outbox = outbox
@@ -66,17 +41,34 @@ class JobStatePoller(threading.Thread):
         # states are read only while no delivery is due, and not while told to wait.
         self._may_poll = may_poll
         self._rate_limited = rate_limited
+        self._following = following  # the event stream is up: nothing to poll
         self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._to_reread: dict[str, None] = {}  # job ids, in the order asked
+        self._reread_lock = threading.Lock()
         self._gone: set[str] = set()  # jobs the coordinator no longer shows this kiosk
 
     def stop(self) -> None:
         self._stopping.set()
+        self._wake.set()
+
+    def reread(self, job_ids: list[str]) -> None:
+        """Read each of these jobs once, soon, whether the stream is up or not."""
+        with self._reread_lock:
+            self._to_reread.update(dict.fromkeys(job_ids))
+        self._wake.set()
 
     def run(self) -> None:
         try:
-            while not self._stopping.wait(self._interval_s):
+            while True:
+                self._wake.wait(self._interval_s)
+                self._wake.clear()
+                if self._stopping.is_set():
+                    return
                 try:
-                    self._poll_once()
+                    self._reread_asked()
+                    if not self._following():
+                        self._poll_once()
                 except CoordinatorAway:
                     continue  # the deliverer says so in the log; the states wait
                 except Exception:  # a bug or a strange answer must not end the following
@@ -84,21 +76,42 @@ class JobStatePoller(threading.Thread):
         finally:
             self._client.close()
 
+    def _reread_asked(self) -> None:
+        with self._reread_lock:
+            asked = list(self._to_reread)
+        for job_id in asked:
+            record = self._outbox.by_job(job_id)
+            if record is not None and job_id not in self._gone:
+                if self._stopping.is_set() or not self._may_poll():
+                    return
+                status = self._read(record, job_id, "reread")
+                if status == 429:
+                    return
+                if status not in (200, 404):
+                    continue  # not read: asked again at the next round
+            with self._reread_lock:
+                self._to_reread.pop(job_id, None)
+
     def _poll_once(self) -> None:
         for record in self._outbox.unfinished_jobs():
-            if self._stopping.is_set() or not self._may_poll():
+            if self._stopping.is_set() or not self._may_poll() or self._following():
                 return
             job_id = record.job_id
             if job_id is None or job_id in self._gone:
                 continue
-            answer = self._client.call("GET", f"/v1/jobs/{job_id}")
-            if answer.status == 429:
-                self._rate_limited(answer.retry_after_s or self._interval_s)
+            if self._read(record, job_id, "poll") == 429:
                 return
-            if answer.status == 200 and isinstance(answer.body, dict):
-                self._states.observed(job_id, answer.body)
-            elif answer.status == 404:
-                # Left the coordinator after its retention (days): the last state stays.
-                self._gone.add(job_id)
-                kiosk_event("job_gone", logging.WARNING, scan_id=record.scan_id, job_id=job_id,
-                            last_state=record.job_state)  # fmt: skip
+
+    def _read(self, record: ScanRecord, job_id: str, source: str) -> int:
+        """One GET of the job, its answer given to the sink; the answer's status."""
+        answer = self._client.call("GET", f"/v1/jobs/{job_id}")
+        if answer.status == 429:
+            self._rate_limited(answer.retry_after_s or self._interval_s)
+        elif answer.status == 200 and isinstance(answer.body, dict):
+            self._states.answered(job_id, answer.body, source)
+        elif answer.status == 404:
+            # Left the coordinator after its retention (days): the last state stays.
+            self._gone.add(job_id)
+            kiosk_event("job_gone", logging.WARNING, scan_id=record.scan_id, job_id=job_id,
+                        last_state=record.job_state)  # fmt: skip
+        return answer.status
