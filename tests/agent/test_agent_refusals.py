@@ -182,7 +182,9 @@ async def test_a_job_this_agent_cannot_read_fails_alone_and_the_lease_prints_the
     next_id = await kiosk.submit(badge_ref, "printer-a")
     key = VenueKeys(coordinator.settings.venue).job(unreadable_id)
     payload = json.loads(await coordinator.redis.hget(key, "payload"))
-    await coordinator.redis.hset(key, "payload", json.dumps({**payload, "badge_pdf_ref": "s3://bucket/badge.pdf"}))
+    await coordinator.redis.hset(
+        key, "payload", json.dumps({**payload, "badge_pdf_ref": "s3://bucket/badge.pdf"})
+    )
     # WHEN the agent leases them
     settings = agent_settings("printer-a", coordinator, emulator, tmp_path / "a", prefetch=2)
     agent = await run_agent(settings)

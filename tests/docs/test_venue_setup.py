@@ -106,8 +106,14 @@ scp() {  # stand-in: the server is a folder on this machine
     cp "${@:1:$#-1}" "$SERVER_HOME/"
 }""")  # fmt: skip
         self.laptop.home.mkdir()
-        self.server = Machine("server", self.server_home, self.server_home, env, preamble=f"""
-systemctl() {{ "{sys.executable}" -m tests.docs.systemctl_standin "$@"; }}""")
+        self.server = Machine(
+            "server",
+            self.server_home,
+            self.server_home,
+            env,
+            preamble=f"""
+systemctl() {{ "{sys.executable}" -m tests.docs.systemctl_standin "$@"; }}""",
+        )
         self.emulator_port, self.emulator_control = free_port(), free_port()
         self._start([sys.executable, "-m", "badgeline.cli", "emulator", "--port",
                      str(self.emulator_port), "--control-port", str(self.emulator_control),

@@ -117,8 +117,14 @@ class FaultProxy:
         self._transports.update(pair)
         pumps = [
             asyncio.create_task(_pump(client_reader, upstream_writer, gate=None)),
-            asyncio.create_task(_pump(upstream_reader, client_writer, gate=self._replies_flow,
-                                      delay_s=lambda: self.reply_delay_s)),
+            asyncio.create_task(
+                _pump(
+                    upstream_reader,
+                    client_writer,
+                    gate=self._replies_flow,
+                    delay_s=lambda: self.reply_delay_s,
+                )
+            ),
         ]
         try:
             await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
