@@ -131,3 +131,24 @@ def test_no_module_is_longer_than_400_lines() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert long == {}
+
+
+# What makes a test use mDNS on loopback, which every test process shares: the mDNS
+# tests' loopback interface list, their advertising peers, browsers and followers.
+_MDNS_USE = re.compile(
+    r"\bLOOPBACK\b|mdns_peer|CoordinatorFollower|AgentBrowser|find_coordinator|AsyncZeroconf"
+)
+
+
+def test_every_test_module_that_uses_mdns_runs_in_the_mdns_group() -> None:
+    """Two test processes on one loopback hear each other's adverts and questions: the
+    tests that use mDNS run one at a time, on one worker (pytest.mark.xdist_group)."""
+    tests = Path(__file__).resolve().parent
+    ungrouped = [
+        str(path.relative_to(tests))
+        for path in sorted(tests.rglob("test_*.py"))
+        if path.name != Path(__file__).name
+        and _MDNS_USE.search(text := path.read_text(encoding="utf-8"))
+        and 'pytestmark = pytest.mark.xdist_group("mdns")' not in text
+    ]
+    assert ungrouped == []

@@ -21,6 +21,9 @@ from tests.kiosk.conftest import (
     unique_attendee,
 )
 
+# mDNS on loopback is one network for every test process: these run one at a time.
+pytestmark = pytest.mark.xdist_group("mdns")
+
 
 class Advert:
     def __init__(self, venue: str, port: int) -> None:
