@@ -92,3 +92,13 @@ def own_root_logging() -> Iterator[None]:
     yield
     root.setLevel(level)
     root.handlers[:] = handlers
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With `--dist loadgroup` (./dev test): the groups of tests/xdist_groups.py."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.xdist_groups import GroupScheduling, module_groups
+
+    tests = Path(__file__).resolve().parent
+    return GroupScheduling(config, log, module_groups(config.rootpath, tests))
