@@ -4,7 +4,7 @@
 tests marked `xdist_group` together by renaming their node ids, which pytest 9 no
 longer lets a plugin do, so the grouping is made here: the controller reads which
 test modules carry the mark, and a scope scheduler treats each such group as one
-unit of work and every other test as a unit of its own.
+unit of work and every other module as a unit of its own.
 """
 
 from __future__ import annotations
@@ -29,12 +29,15 @@ def module_groups(root: Path, tests: Path) -> dict[str, str]:
 
 
 class GroupScheduling(LoadScopeScheduling):
-    """A test of a grouped module goes with its group; any other test is its own unit."""
+    """A grouped module goes with its group; any other module is a unit of its own (its
+    module- and package-scoped fixtures, a venue of real processes or a Prometheus, are
+    then set up once, not once on each worker)."""
 
     def __init__(self, config: Any, log: Any, groups: dict[str, str]) -> None:
         super().__init__(config, log)
         self._groups = groups
 
     def _split_scope(self, nodeid: str) -> str:
-        group = self._groups.get(nodeid.split("::", 1)[0])
-        return f"group:{group}" if group else nodeid
+        module = nodeid.split("::", 1)[0]
+        group = self._groups.get(module)
+        return f"group:{group}" if group else module

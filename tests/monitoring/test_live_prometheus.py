@@ -211,12 +211,20 @@ def test_the_rules_evaluate_on_real_series_and_the_paper_alert_fires(watched: Wa
 
 
 def test_every_metric_the_pack_names_is_exported_and_documented(watched: Watched) -> None:
-    exported = set(watched.api("/api/v1/label/__name__/values"))
     # GIVEN every series name the rules and the dashboard select
     named = set().union(*(metric_names(expr) for _, expr in dashboard_queries()))
     named |= set().union(*(metric_names(rule["expr"]) for rule in rules()))
-    # THEN the venue exports each (a typo would leave a panel or an alert silent)
-    assert named - exported == set()
+
+    def not_exported() -> set[str]:
+        return named - set(watched.api("/api/v1/label/__name__/values"))
+
+    # THEN the venue exports each, once Prometheus has scraped what the venue did (a
+    # typo would leave a panel or an alert silent for ever)
+    try:
+        wait_until(lambda: not not_exported(), ANSWERED_WITHIN_S, "every named series")
+    except TimeoutError:
+        pytest.fail(f"series named but never exported: {sorted(not_exported())}")
+    exported = set(watched.api("/api/v1/label/__name__/values"))
     # AND docs/monitoring.md describes every badgeline family the venue exports
     docs = (REPO / "docs" / "monitoring.md").read_text(encoding="utf-8")
     families = {re.sub(r"_(bucket|sum|count)$", "", name) for name in exported
