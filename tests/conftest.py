@@ -4,6 +4,7 @@ ships), the coordinator app on a real socket, and clean up after themselves."""
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ from redis.asyncio import Redis
 
 from badgeline.coordinator.api.auth import token_digest
 from badgeline.coordinator.config import CoordinatorSettings, TokenEntry
-from badgeline.coordinator.store.embedded import EmbeddedRedis
+from badgeline.coordinator.store.embedded import FREE_PORTS_ENV, EmbeddedRedis
 
 KIOSK_TOKEN = "kiosk-token-for-tests"
 # Another kiosk (no group shared with kiosk-1): it must not see kiosk-1's jobs.
@@ -102,3 +103,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
     tests = Path(__file__).resolve().parent
     return GroupScheduling(config, log, module_groups(config.rootpath, tests))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In a test worker: this worker and every process it starts pick ports from their
+    own share (free_port), never one another worker picked to bind a moment later."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw"):
+        count = os.environ["PYTEST_XDIST_WORKER_COUNT"]
+        os.environ[FREE_PORTS_ENV] = f"{int(worker.removeprefix('gw'))}/{count}"

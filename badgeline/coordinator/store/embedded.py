@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -65,13 +66,43 @@ def find_server_binary() -> str:
 _HANDED_OUT: set[int] = set()
 
 
+# Several processes that each pick ports to bind later (the test suite's workers, and
+# the venues they start) would otherwise pick the same one, each tracking only its own:
+# BADGELINE_FREE_PORTS=K/N gives this process (and its children) the ports p % N == K,
+# drawn below Linux's ephemeral range (32768 on), which outgoing connections use, so
+# no connection takes one either before it is bound. (bind() to port 0 cannot serve
+# here: Linux hands it mostly odd ports.)
+FREE_PORTS_ENV = "BADGELINE_FREE_PORTS"
+SHARED_PORTS = range(20_000, 32_768)
+
+
+def _port_share() -> tuple[int, int]:
+    share = os.environ.get(FREE_PORTS_ENV, "")
+    mine, _, of = share.partition("/")
+    if mine.isdigit() and of.isdigit() and int(mine) < int(of):
+        return int(mine), int(of)
+    return 0, 1
+
+
+def _candidate(host: str, mine: int, of: int) -> int | None:
+    """A port of the share (or any, without one) that is free now; None if not."""
+    first = SHARED_PORTS.start + (mine - SHARED_PORTS.start) % of  # the share's first
+    port = 0 if of == 1 else random.randrange(first, SHARED_PORTS.stop, of)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return None  # taken: another process has it
+        bound: int = sock.getsockname()[1]
+    return bound
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port free now and not handed out before by this process."""
-    for _ in range(100):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind((host, 0))
-            port: int = sock.getsockname()[1]
-        if port not in _HANDED_OUT:
+    """A port free now, not handed out before by this process, and of its share."""
+    mine, of = _port_share()
+    for _ in range(200):
+        port = _candidate(host, mine, of)
+        if port is not None and port not in _HANDED_OUT:
             _HANDED_OUT.add(port)
             return port
     raise OSError("no free port that this process has not handed out already")
