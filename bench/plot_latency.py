@@ -1,7 +1,7 @@
 """Accept latency (p50, p99) against offered load, from bench_scale.py's --json output.
 
     .venv/bin/pip install -e '.[bench]'   # matplotlib
-    .venv/bin/python bench/plot_latency.py scale.json [more.json ...] --out docs/accept-latency.png
+    .venv/bin/python bench/plot_latency.py scale.json [more.json ...] --out accept-latency.png
 
 Each JSON file (one bench_scale run) becomes one pair of lines, labelled with its
 --label or its file name; the 50 ms target is drawn across. The y axis is
@@ -26,7 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("runs", nargs="+", type=Path, help="bench_scale.py --json files")
     parser.add_argument("--label", action="append", default=[], help="one per file, in order")
-    parser.add_argument("--out", type=Path, default=Path("docs/accept-latency.png"))
+    parser.add_argument("--out", type=Path, default=Path("accept-latency.png"))
     args = parser.parse_args()
     figure, axes = plt.subplots(figsize=(8, 4.8), dpi=110)
     for index, path in enumerate(args.runs):
