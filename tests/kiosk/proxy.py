@@ -14,33 +14,32 @@ import socket
 import threading
 
 
-class AnswerDroppingProxy:
+class _Hop:
+    """A TCP hop to the coordinator: each accepted connection gets an upstream one and
+    two threads, `_requests` (kiosk to coordinator) and `_answers` (back), which
+    subclasses write; `flag` is an event the two share for that connection."""
+
+    name = "hop"
+
     def __init__(self, upstream_port: int) -> None:
         self.upstream_port = upstream_port
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
-        self._drops: dict[bytes, int] = {}
-        self.dropped: list[bytes] = []
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, name="proxy", daemon=True).start()
+        threading.Thread(target=self._accept, name=self.name, daemon=True).start()
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def drop_answer(self, request_line_start: bytes, times: int = 1) -> None:
-        """Lose the answers to the next `times` requests whose first line starts so."""
-        with self._lock:
-            self._drops[request_line_start] = times
-
     def close(self) -> None:
         # shutdown, not only close: a close leaves the thread blocked in accept() and
         # the port still taking connections.
         _close(self._server)
-        for sock in self._sockets:
-            with contextlib.suppress(OSError):
-                sock.close()
+        with self._lock:
+            sockets = list(self._sockets)
+        _close(*sockets)
 
     def _accept(self) -> None:
         while True:
@@ -49,12 +48,35 @@ class AnswerDroppingProxy:
             except OSError:
                 return
             upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
-            self._sockets += [client, upstream]
-            swallow = threading.Event()
-            threading.Thread(target=self._requests, args=(client, upstream, swallow),
+            with self._lock:
+                self._sockets += [client, upstream]
+            flag = threading.Event()
+            threading.Thread(target=self._requests, args=(client, upstream, flag),
                              daemon=True).start()  # fmt: skip
-            threading.Thread(target=self._answers, args=(upstream, client, swallow),
+            threading.Thread(target=self._answers, args=(upstream, client, flag),
                              daemon=True).start()  # fmt: skip
+
+    def _requests(self, client: socket.socket, upstream: socket.socket,
+                  flag: threading.Event) -> None:  # fmt: skip
+        raise NotImplementedError
+
+    def _answers(self, upstream: socket.socket, client: socket.socket,
+                 flag: threading.Event) -> None:  # fmt: skip
+        raise NotImplementedError
+
+
+class AnswerDroppingProxy(_Hop):
+    name = "proxy"
+
+    def __init__(self, upstream_port: int) -> None:
+        self._drops: dict[bytes, int] = {}
+        self.dropped: list[bytes] = []
+        super().__init__(upstream_port)
+
+    def drop_answer(self, request_line_start: bytes, times: int = 1) -> None:
+        """Lose the answers to the next `times` requests whose first line starts so."""
+        with self._lock:
+            self._drops[request_line_start] = times
 
     def _armed_for(self, data: bytes) -> bytes | None:
         with self._lock:
@@ -92,30 +114,22 @@ def _close(*sockets: socket.socket) -> None:
             sock.close()
 
 
-class HttpHop:
+class HttpHop(_Hop):
     """An HTTP hop between the kiosk and the coordinator that reads each request's head:
     it notes every request (method, path, headers), so a test can count the kiosk's
     calls; it can cut the event streams going through it and refuse new ones, and hold
     the answer to a request until told."""
 
     EVENTS = "/v1/events"
+    name = "http-hop"
 
     def __init__(self, upstream_port: int) -> None:
-        self.upstream_port = upstream_port
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
         self.requests: list[tuple[str, str, dict[str, str]]] = []
-        self._lock = threading.Lock()
         self._streams: list[socket.socket] = []  # client sockets of event streams
-        self._sockets: list[socket.socket] = []
         self._refusing_streams = False
         self._hold: str | None = None  # "METHOD path-prefix" whose answer waits
         self.released = threading.Event()
-        threading.Thread(target=self._accept, name="http-hop", daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__(upstream_port)
 
     def calls(self, method: str, path_prefix: str) -> list[tuple[str, str, dict[str, str]]]:
         with self._lock:
@@ -137,25 +151,7 @@ class HttpHop:
 
     def close(self) -> None:
         self.released.set()
-        _close(self._server)
-        with self._lock:
-            sockets = list(self._sockets)
-        _close(*sockets)
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
-            with self._lock:
-                self._sockets += [client, upstream]
-            holding = threading.Event()
-            threading.Thread(target=self._requests, args=(client, upstream, holding),
-                             daemon=True).start()  # fmt: skip
-            threading.Thread(target=self._answers, args=(upstream, client, holding),
-                             daemon=True).start()  # fmt: skip
+        super().close()
 
     def _requests(self, client: socket.socket, upstream: socket.socket,
                   holding: threading.Event) -> None:  # fmt: skip
